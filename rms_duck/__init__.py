@@ -1,0 +1,17 @@
+"""rms_duck: RFC-0006 context packing inside DuckDB, counted exactly with tiktoken."""
+
+from __future__ import annotations
+
+from .bundle import MemoryBundle as MemoryBundle
+from .config import PackingConfig as PackingConfig
+from .encodings import register_bpe_file as register_bpe_file
+from .errors import RmsError as RmsError
+from .packing import pack_candidates as pack_candidates
+from .tokens import count_tokens as count_tokens
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MemoryBundle", "PackingConfig", "RmsError", "count_tokens", "pack_candidates",
+    "register_bpe_file", "__version__",
+]

@@ -1,0 +1,90 @@
+"""Turn a finished layout into the exact context text and its verified token count.
+
+Numbers the citations over the packed records in render order, renders the metadata line
+with a self-consistent tokens_used, adds guidance only if the whole output still fits, and
+counts the whole output once to confirm the per-line sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .layout import Entry, Layout
+from .metadata import metadata_line, solve_tokens_used
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    context: str
+    tokens_used: int
+    entries: tuple[Entry, ...]
+    references: dict[str, str]
+    guidance: str | None
+
+
+def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[list[str]],
+             excluded_count: int, numbered: bool, guidance: str | None) -> Assembly | None:
+    """The rendered context, or None when the exact output would exceed `available`."""
+    if layout.records == 0:
+        return Assembly("", 0, (), {}, None)
+    counter, fmt = layout.counter, layout.fmt
+    entries: list[Entry] = []
+    body: list[str] = []
+    for key, group in layout.ordered():
+        first = group[0]
+        body.append(fmt.section_label(first.section, first.candidate.namespace_id))
+        for entry in group:
+            if numbered:
+                entry = _renumber(entry, f"m{len(entries) + 1}", layout)
+            entries.append(entry)
+            body.append(entry.line)
+    header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)
+    rest = counter.line_cost(header) + sum(counter.line_cost(line) for line in body)
+
+    def meta(n: int) -> str:
+        return metadata_line(tokens_used=n, budget=budget, conflicts=conflicts,
+                             excluded_count=excluded_count)
+
+    def meta_cost(n: int) -> int:
+        return counter.line_cost(meta(n))
+
+    shown_guidance = None
+    total = solve_tokens_used(rest, meta_cost)
+    if guidance is not None:
+        with_guidance = solve_tokens_used(rest + counter.line_cost(guidance), meta_cost)
+        if with_guidance <= available:
+            shown_guidance, total = guidance, with_guidance
+    if total > available:
+        return None
+    lines = ([shown_guidance] if shown_guidance else []) + [header] + body + [meta(total)]
+    context = "".join(line + "\n" for line in lines)
+    actual = counter.count(context)
+    if actual != total:
+        # The per-line sum and the whole count disagree; trust only the whole count.
+        actual = _settle(context, lines, meta, counter.count)
+        context, total = actual
+        if total > available:
+            return None
+    references = {e.view.ref: e.candidate.id for e in entries} if numbered else {}
+    return Assembly(context, total, tuple(entries), references, shown_guidance)
+
+
+def _renumber(entry: Entry, ref: str, layout: Layout) -> Entry:
+    if entry.view.ref == ref:
+        return entry
+    view = replace(entry.view, ref=ref)
+    line = layout.fmt.record_line(view)
+    return replace(entry, view=view, line=line, cost=layout.counter.line_cost(line))
+
+
+def _settle(context, lines, meta, count) -> tuple[str, int]:
+    """Re-render the metadata with whole-output counts until it states its own count."""
+    n = count(context)
+    for _ in range(16):
+        lines[-1] = meta(n)
+        context = "".join(line + "\n" for line in lines)
+        actual = count(context)
+        if actual == n:
+            return context, n
+        n = actual
+    raise AssertionError("metadata tokens_used did not settle")

@@ -1,0 +1,213 @@
+"""Turn loosely typed rows (dicts from SQL, Arrow or Python) into validated Candidates.
+
+Every rejection names the candidate, the field, the value and the fix, so it still reads
+well behind DuckDB's "Python exception occurred while executing the UDF" prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
+from enum import Enum
+from typing import Any
+
+from .errors import CandidateError, did_you_mean
+from .model import Candidate, Epistemic, Lifecycle, NodeType, SourceType
+
+_ENUMS: dict[str, type[Enum]] = {
+    "type": NodeType,
+    "epistemic_type": Epistemic,
+    "source_type": SourceType,
+    "lifecycle_state": Lifecycle,
+}
+_TIMES = ("event_time", "valid_from", "valid_to")
+_TEXTS = ("namespace_id", "session_id", "condition_state")
+_ID_LISTS = ("evidence_ids", "contradicts")
+
+
+def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate]) -> list[Candidate]:
+    """Validate rows in order; raise CandidateError at the first bad one."""
+    return [row if isinstance(row, Candidate) else to_candidate(row, i) for i, row in enumerate(rows)]
+
+
+def to_candidate(row: Mapping[str, Any], index: int = 0) -> Candidate:
+    """Validate one row. Unknown keys are ignored; NULL optional fields take defaults."""
+    if not isinstance(row, Mapping):
+        raise CandidateError(
+            f"candidate #{index} must be a record (STRUCT or dict), got {row!r}; "
+            "build it with {'id': ..., 'score': ..., 'content': ...}"
+        )
+    where = _Where(index, row.get("id"))
+    values: dict[str, Any] = {
+        "id": _node_id(where, "id", row.get("id"), required=True),
+        "score": _unit(where, "score", row.get("score"), required=True),
+        "content": _content(where, row.get("content")),
+    }
+    for name, enum_type in _ENUMS.items():
+        if row.get(name) is not None:
+            values[name] = _enum(where, name, row[name], enum_type)
+    for name in _TIMES:
+        if row.get(name) is not None:
+            values[name] = _instant(where, name, row[name])
+    for name in _TEXTS:
+        if row.get(name) is not None:
+            values[name] = str(row[name])
+    for name in _ID_LISTS:
+        if row.get(name) is not None:
+            values[name] = tuple(_node_id(where, name, v) for v in _sequence(where, name, row[name]))
+    for name in ("salience", "confidence"):
+        if row.get(name) is not None:
+            values[name] = _unit(where, name, row[name])
+    paths = row.get("paths")
+    if paths is not None:
+        values["paths"] = tuple(str(p) for p in _sequence(where, "paths", paths))
+    values["path_count"] = _path_count(where, row.get("path_count"), values.get("paths", ()))
+    if row.get("pinned") is not None:
+        values["pinned"] = _flag(where, "pinned", row["pinned"])
+    if row.get("superseded_by") is not None:
+        values["superseded_by"] = _node_id(where, "superseded_by", row["superseded_by"])
+    if row.get("speaker") is not None:
+        speaker = str(row["speaker"]).strip()
+        values["speaker"] = speaker or None
+    if row.get("prose") is not None:
+        values["prose"] = _text(where, "prose", row["prose"])
+    if row.get("structured_value") is not None:
+        values["structured_value"] = _structured(where, row["structured_value"])
+    for name in ("session_position", "token_cost_estimate"):
+        if row.get(name) is not None:
+            values[name] = _whole(where, name, row[name])
+    return Candidate(**values)
+
+
+class _Where:
+    __slots__ = ("index", "raw_id")
+
+    def __init__(self, index: int, raw_id: object) -> None:
+        self.index, self.raw_id = index, raw_id
+
+    def fail(self, field: str, value: object, expectation: str, fix: str) -> CandidateError:
+        who = f"candidate #{self.index}"
+        if self.raw_id is not None and field != "id":
+            who += f" (id {str(self.raw_id)!r})"
+        return CandidateError(f"{who}: field {field!r} {expectation}, got {_show(value)}; {fix}")
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _node_id(where: _Where, field: str, value: object, required: bool = False) -> str:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise where.fail(field, value, "is required and must be a non-empty id",
+                         "give every candidate its node id (VARCHAR or UUID)")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        return str(uuid.UUID(bytes=bytes(value)))
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        text = str(value).strip()
+        if len(text) == 36 and text.count("-") == 4:
+            try:
+                return str(uuid.UUID(text))
+            except ValueError:
+                pass
+        return text
+    raise where.fail(field, value, "must be a VARCHAR or UUID id", "cast the id to VARCHAR")
+
+
+def _unit(where: _Where, field: str, value: object, required: bool = False) -> float:
+    if value is None and required:
+        raise where.fail(field, value, "is required and must be a number in [0, 1]",
+                         "filter out NULL scores or COALESCE them to 0")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise where.fail(field, value, "must be a number in [0, 1]", "cast it to DOUBLE")
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise where.fail(field, value, "must be a number in [0, 1]",
+                         "normalise scores into [0, 1] (for example divide by the maximum)")
+    return number
+
+
+def _content(where: _Where, value: object) -> str:
+    if value is None:
+        raise where.fail("content", value, "is required text",
+                         "pass '' for a record without text, or drop the row")
+    return _text(where, "content", value)
+
+
+def _text(where: _Where, field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise where.fail(field, value, "must be text", "cast it to VARCHAR")
+    return value
+
+
+def _enum(where: _Where, field: str, value: object, enum_type: type[Enum]) -> Any:
+    text = str(value.value if isinstance(value, Enum) else value).strip().lower()
+    try:
+        return enum_type(text)
+    except ValueError:
+        names = [member.value for member in enum_type]
+        raise where.fail(field, value, f"must be one of {', '.join(names)}",
+                         f"use a known value.{did_you_mean(text, names)}") from None
+
+
+def _instant(where: _Where, field: str, value: object) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            pass
+    raise where.fail(field, value, "must be a timestamp",
+                     "pass a TIMESTAMPTZ or ISO-8601 text such as '2026-09-14T00:00:00+00:00'")
+
+
+def _sequence(where: _Where, field: str, value: object) -> list[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise where.fail(field, value, "must be a list", "pass a VARCHAR[] list")
+    return [v for v in value if v is not None]
+
+
+def _path_count(where: _Where, value: object, paths: tuple[str, ...]) -> int:
+    if value is None:
+        return max(1, len(set(paths)))
+    count = _whole(where, "path_count", value)
+    if count < 0:
+        raise where.fail("path_count", value, "must be >= 0", "count the retrieval paths")
+    return count
+
+
+def _whole(where: _Where, field: str, value: object) -> int:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise where.fail(field, value, "must be a whole number", "cast it to INTEGER")
+    return value
+
+
+def _flag(where: _Where, field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise where.fail(field, value, "must be true or false", "cast it to BOOLEAN")
+    return value
+
+
+def _structured(where: _Where, value: object) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise where.fail("structured_value", value, "must be JSON",
+                             "store valid JSON text or a STRUCT") from None
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                          default=str)
+    except (TypeError, ValueError):
+        raise where.fail("structured_value", value, "must be JSON-serialisable",
+                         "store valid JSON text or a STRUCT") from None

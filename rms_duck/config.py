@@ -1,0 +1,155 @@
+"""PackingConfig: every knob of a pack, validated, with a canonical dict form for receipts."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import datetime
+from typing import Any
+
+from .errors import ConfigError, did_you_mean
+from .model import Level
+from .timefmt import parse_instant
+
+FORMATS = ("reader", "auditable", "compact")
+ORDERINGS = ("balanced", "score", "density")
+POLICIES = ("highest_fit", "budget_fraction")
+GUIDANCE_MODES = ("off", "temporal", "all")
+SESSION_MODES = ("trigger_tier", "adjacent")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PackingConfig:
+    """Packing settings; field names are the keys of pack_context's JSON config."""
+
+    context_format: str = "reader"
+    multipath_ordering: str = "balanced"
+    representation_policy: str = "highest_fit"
+    overhead_tokens: int = 100
+    encoding: str = "cl100k_base"
+    min_fidelity: str = "reference"
+    context_citations: bool = False
+    context_guidance_mode: str = "temporal"
+    fold_repeated_text: bool = True
+    session_context_packing: str | None = None
+    query: str | None = None
+    reference_time: datetime | None = None
+    fact_min_confidence: float = 0.7
+
+    def __post_init__(self) -> None:
+        _choice("context_format", self.context_format, FORMATS)
+        _choice("multipath_ordering", self.multipath_ordering, ORDERINGS)
+        _choice("representation_policy", self.representation_policy, POLICIES)
+        _choice("min_fidelity", self.min_fidelity, tuple(level.value for level in Level))
+        _choice("context_guidance_mode", self.context_guidance_mode, GUIDANCE_MODES)
+        if self.session_context_packing is not None:
+            _choice("session_context_packing", self.session_context_packing, SESSION_MODES)
+        for name in ("context_citations", "fold_repeated_text"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"config field {name!r} must be true or false, got {getattr(self, name)!r}"
+                )
+        if (
+            not isinstance(self.overhead_tokens, int)
+            or isinstance(self.overhead_tokens, bool)
+            or self.overhead_tokens < 0
+        ):
+            raise ConfigError(
+                f"config field 'overhead_tokens' must be a whole number of tokens >= 0, "
+                f"got {self.overhead_tokens!r}; use 0 to reserve nothing"
+            )
+        if not isinstance(self.encoding, str) or not self.encoding:
+            raise ConfigError(
+                f"config field 'encoding' must name a tiktoken encoding such as 'cl100k_base', "
+                f"got {self.encoding!r}"
+            )
+        threshold = self.fact_min_confidence
+        if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not (
+            math.isfinite(threshold) and 0.0 <= threshold <= 1.0
+        ):
+            raise ConfigError(
+                f"config field 'fact_min_confidence' must be a number in [0, 1], got {threshold!r}"
+            )
+        if self.query is not None and not isinstance(self.query, str):
+            raise ConfigError(f"config field 'query' must be text, got {self.query!r}")
+        if self.context_citations and self.context_format != "reader":
+            raise ConfigError(
+                "config field 'context_citations' applies only to context_format 'reader', "
+                f"got context_format {self.context_format!r}; drop context_citations or use reader"
+            )
+
+    @property
+    def min_level(self) -> Level:
+        return Level(self.min_fidelity)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values, every field present: what a receipt records."""
+        out = asdict(self)
+        if self.reference_time is not None:
+            out["reference_time"] = self.reference_time.isoformat()
+        return out
+
+    def with_changes(self, **changes: Any) -> PackingConfig:
+        return replace(self, **changes)
+
+
+FIELD_NAMES = tuple(f.name for f in fields(PackingConfig))
+
+
+def parse_config(value: object) -> PackingConfig:
+    """Build a PackingConfig from None, a PackingConfig, a dict, or JSON text.
+
+    Raises:
+        ConfigError: malformed JSON, an unknown key or an invalid value.
+    """
+    if value is None:
+        return PackingConfig()
+    if isinstance(value, PackingConfig):
+        return value
+    if isinstance(value, (str, bytes)):
+        value = _load_json(value)
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"config must be a JSON object of PackingConfig fields, got {value!r}; "
+            'for example \'{"context_format": "auditable"}\''
+        )
+    unknown = [key for key in value if key not in FIELD_NAMES]
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(
+            f"unknown config field {key!r}.{did_you_mean(key, FIELD_NAMES)} "
+            f"Known fields: {', '.join(FIELD_NAMES)}"
+        )
+    values = {key: val for key, val in value.items() if val is not None}
+    if "reference_time" in values:
+        values["reference_time"] = parse_instant("reference_time", values["reference_time"])
+    if isinstance(values.get("overhead_tokens"), float) and values["overhead_tokens"].is_integer():
+        values["overhead_tokens"] = int(values["overhead_tokens"])
+    return PackingConfig(**values)
+
+
+def _load_json(text: str | bytes) -> object:
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"config is not valid JSON ({exc.msg} at position {exc.pos}): {_clip(text)!r}; "
+            'pass an object such as \'{"context_format": "auditable"}\''
+        ) from None
+    # A VARCHAR passed through to_json() arrives JSON-quoted once more.
+    if isinstance(parsed, str):
+        return _load_json(parsed)
+    return parsed
+
+
+def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(
+            f"config field {name!r} has unknown value {value!r}.{did_you_mean(value, choices)} "
+            f"Use one of: {', '.join(choices)}"
+        )
+
+
+def _clip(text: str | bytes, limit: int = 80) -> str | bytes:
+    return text if len(text) <= limit else text[:limit] + (b"..." if isinstance(text, bytes) else "...")

@@ -1,0 +1,38 @@
+"""Repeated ids: keep one candidate per id, the same one whatever the input order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .model import Candidate
+
+
+def dedupe(rows: Sequence[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
+    """Return (kept, duplicates). The kept one has the highest score, then the smallest repr.
+
+    Choosing by content rather than position keeps the result independent of input order.
+    """
+    best: dict[str, Candidate] = {}
+    duplicates: list[Candidate] = []
+    for c in rows:
+        seen = best.get(c.id)
+        if seen is None:
+            best[c.id] = c
+            continue
+        if (-c.score, repr(c)) < (-seen.score, repr(seen)):
+            best[c.id], c = c, seen
+        duplicates.append(c)
+    duplicates.sort(key=lambda c: (c.id, -c.score, repr(c)))
+    return sorted(best.values(), key=lambda c: c.id), duplicates
+
+
+def conflict_map(pool: Sequence[Candidate]) -> dict[str, tuple[str, ...]]:
+    """For each id, the ids in the pool it shares a CONTRADICTS edge with (either direction)."""
+    present = {c.id for c in pool}
+    links: dict[str, set[str]] = {}
+    for c in pool:
+        for other in c.contradicts:
+            if other in present and other != c.id:
+                links.setdefault(c.id, set()).add(other)
+                links.setdefault(other, set()).add(c.id)
+    return {key: tuple(sorted(value)) for key, value in links.items()}

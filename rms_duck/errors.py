@@ -1,0 +1,40 @@
+"""The error tree: one base class, a few subclasses, each a ValueError or LookupError too."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class RmsError(Exception):
+    """Base class for every error rms_duck raises."""
+
+
+class CandidateError(RmsError, ValueError):
+    """A candidate record is malformed."""
+
+
+class ConfigError(RmsError, ValueError):
+    """A packing configuration value is invalid."""
+
+
+class EncodingUnavailableError(RmsError, LookupError):
+    """A tokenizer encoding cannot be loaded from any local, verified source."""
+
+
+class QueryRejectedError(RmsError, ValueError):
+    """A ranking query is not one read-only SELECT."""
+
+
+class ReceiptError(RmsError):
+    """A receipt is missing, malformed or does not match its digest."""
+
+
+class ContextRefError(RmsError, LookupError):
+    """A citation reference such as 'm3' names no packed record."""
+
+
+def did_you_mean(value: object, choices: Iterable[str]) -> str:
+    """Return ' Did you mean 'x'?' for the closest choice, or ''."""
+    close = difflib.get_close_matches(str(value), list(choices), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""

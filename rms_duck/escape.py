@@ -1,0 +1,43 @@
+"""One-line JSON escaping that stored text cannot break out of.
+
+json.dumps already escapes quotes, backslashes and C0 controls. We also escape the Unicode
+line separators that str.splitlines() honours (U+0085, U+2028, U+2029) and lone surrogates,
+which cannot be encoded as UTF-8 and would otherwise crash the tokenizer or the database.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_EXTRA = re.compile("[\u0085\u2028\u2029\ud800-\udfff]")
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def harden(encoded: str) -> str:
+    """Escape the characters json.dumps(ensure_ascii=False) leaves raw but we must not."""
+    return _EXTRA.sub(_escape_match, encoded) if _EXTRA.search(encoded) else encoded
+
+
+def json_text(text: str) -> str:
+    """A JSON string literal for text, safe to place on one line of a context."""
+    return harden(json.dumps(text, ensure_ascii=False))
+
+
+def json_compact(value: Any) -> str:
+    """Compact JSON (no spaces) with the same hardening, keys in the order given."""
+    return harden(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted-key compact JSON: the bytes receipts and digests are computed over."""
+    return harden(json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+
+
+def utf8(text: str) -> bytes:
+    """UTF-8 bytes, keeping lone surrogates hashable instead of raising."""
+    return text.encode("utf-8", "surrogatepass")

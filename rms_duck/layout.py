@@ -1,0 +1,133 @@
+"""The running layout of a context during packing: which record lines sit in which section,
+and exactly how many tokens the context they would render to costs.
+
+Costs are exact because each line's cost is exact and lines add (see tokens.py). The only
+estimate is the metadata line, reserved at its widest numbers for the conflict pairs packed
+so far; assembly replaces it exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .formats import Format, RecordView
+from .model import Candidate, Level, Section, SECTION_ORDER
+from .tokens import LineCounter
+
+_SECTION_RANK = {section: i for i, section in enumerate(SECTION_ORDER)}
+
+GroupKey = tuple[tuple[int, str], int]
+
+
+def group_key(namespace: str | None, section: Section) -> GroupKey:
+    """Sort key: the unnamed namespace first, then namespaces by name; sections canonically."""
+    ns = (0, "") if namespace is None else (1, namespace)
+    return ns, _SECTION_RANK[section]
+
+
+@dataclass(slots=True)
+class Entry:
+    """One packed record: its view, rendered line, exact line cost and placement."""
+
+    view: RecordView
+    line: str
+    cost: int
+    section: Section
+    tier: int
+    order: int
+    speaker: bool
+
+    @property
+    def candidate(self) -> Candidate:
+        return self.view.candidate
+
+    @property
+    def level(self) -> Level:
+        return self.view.level
+
+
+@dataclass(slots=True)
+class Layout:
+    fmt: Format
+    counter: LineCounter
+    citations: bool
+    metadata_cost: Callable[[frozenset[tuple[str, str]]], int]
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    groups: dict[GroupKey, list[Entry]] = field(default_factory=dict)
+    labels: dict[GroupKey, int] = field(default_factory=dict)
+    speakers: int = 0
+    records: int = 0
+    used: int = 0
+
+    def header_cost(self, speakers: bool) -> int:
+        return self.counter.line_cost(self.fmt.header(speakers=speakers, citations=self.citations))
+
+    def label_cost(self, key: GroupKey, section: Section, namespace: str | None) -> int:
+        cost = self.labels.get(key)
+        if cost is None:
+            cost = self.counter.line_cost(self.fmt.section_label(section, namespace))
+        return cost
+
+    def delta(self, entry: Entry) -> int:
+        """Exact tokens that adding `entry` adds to the context."""
+        key = group_key(entry.candidate.namespace_id, entry.section)
+        extra = entry.cost + self._metadata_delta(entry)
+        if self.records == 0:
+            extra += self.header_cost(entry.speaker)
+        elif entry.speaker and self.speakers == 0:
+            extra += self.header_cost(True) - self.header_cost(False)
+        if key not in self.groups:
+            extra += self.label_cost(key, entry.section, entry.candidate.namespace_id)
+        return extra
+
+    def add(self, entry: Entry, delta: int) -> None:
+        key = group_key(entry.candidate.namespace_id, entry.section)
+        if key not in self.groups:
+            self.labels[key] = self.label_cost(key, entry.section, entry.candidate.namespace_id)
+            self.groups[key] = []
+        self.groups[key].append(entry)
+        self.records += 1
+        self.speakers += entry.speaker
+        self.pairs = self.pairs | _pairs_of(entry)
+        self.used += delta
+
+    def remove(self, entry: Entry) -> None:
+        """Take a packed entry out again and recompute the cost from scratch."""
+        key = group_key(entry.candidate.namespace_id, entry.section)
+        self.groups[key].remove(entry)
+        if not self.groups[key]:
+            del self.groups[key]
+            del self.labels[key]
+        self.records -= 1
+        self.speakers -= entry.speaker
+        self.pairs = frozenset(p for es in self.groups.values() for e in es for p in _pairs_of(e))
+        self.used = self.recount()
+
+    def recount(self) -> int:
+        if self.records == 0:
+            return 0
+        lines = sum(e.cost for entries in self.groups.values() for e in entries)
+        return (self.header_cost(self.speakers > 0) + self.metadata_cost(self.pairs)
+                + sum(self.labels.values()) + lines)
+
+    def _metadata_delta(self, entry: Entry) -> int:
+        new = _pairs_of(entry)
+        if self.records and new <= self.pairs:
+            return 0
+        before = self.metadata_cost(self.pairs) if self.records else 0
+        return self.metadata_cost(self.pairs | new) - before
+
+    def clear(self) -> None:
+        self.groups.clear()
+        self.labels.clear()
+        self.records = self.speakers = self.used = 0
+        self.pairs = frozenset()
+
+    def ordered(self) -> list[tuple[GroupKey, list[Entry]]]:
+        return sorted(self.groups.items(), key=lambda item: item[0])
+
+
+def _pairs_of(entry: Entry) -> frozenset[tuple[str, str]]:
+    own = entry.candidate.id
+    return frozenset((min(own, o), max(own, o)) for o in entry.view.contradicts)

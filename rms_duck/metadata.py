@@ -1,0 +1,39 @@
+"""The RFC section 6 metadata line, which states the token count of the context it is in.
+
+`tokens_used` is part of the text it counts. solve_tokens_used() finds the N for which a
+context whose metadata says N really has N tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .escape import json_compact
+from .errors import RmsError
+
+
+def metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[Sequence[str]],
+                  excluded_count: int) -> str:
+    body = {
+        "tokens_used": tokens_used,
+        "context_budget": budget,
+        "conflicts": [list(pair) for pair in conflicts],
+        "excluded_count": excluded_count,
+    }
+    return "[metadata] " + json_compact(body)
+
+
+def solve_tokens_used(rest: int, meta_cost: Callable[[int], int]) -> int:
+    """Smallest fixed point N = rest + meta_cost(N), searched near the first guess."""
+    guess = rest + meta_cost(rest)
+    for _ in range(8):
+        total = rest + meta_cost(guess)
+        if total == guess:
+            return guess
+        guess = total
+    # Digit-count boundaries can make the iteration oscillate; scan the narrow band instead.
+    low = rest + 1
+    for n in range(low, low + 4 * meta_cost(rest) + 16):
+        if rest + meta_cost(n) == n:
+            return n
+    raise RmsError(f"no self-consistent tokens_used near {rest}; please report this context")

@@ -1,0 +1,237 @@
+"""pack_candidates(): RFC-0006 sections 5 and 7 end to end, from rows to a MemoryBundle.
+
+Pure and deterministic: no clock, no randomness, no DuckDB. Candidates are put into one
+total order (tier, order key, id) before anything is packed, so neither the input order,
+the hash seed nor the process changes the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .assemble import Assembly, assemble
+from .bundle import MemoryBundle
+from .candidates import to_candidates
+from .config import PackingConfig, parse_config
+from .dedupe import conflict_map, dedupe
+from .encodings import encoding_source
+from .errors import ConfigError
+from .guidance import build_guidance
+from .metadata import metadata_line
+from .metrics import bundle_metrics
+from .model import (
+    Candidate, Decision, ExcludedRecord, Flag, IncludedRecord, Level, Reason, Tier,
+)
+from .receipts import encode_receipt, receipt_body, sha256_text
+from .selection import Selector, order_multipath
+from .tokens import LineCounter
+
+
+def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
+                    config: PackingConfig | Mapping[str, Any] | str | None = None,
+                    counter: LineCounter | None = None) -> MemoryBundle:
+    """Pack candidates into `budget` tokens.
+
+    Args:
+        candidates: rows with at least id, score and content (any order).
+        budget: the context budget in tokens, overhead included.
+        config: a PackingConfig, a dict of its fields, or JSON text.
+
+    Returns:
+        A MemoryBundle with tokens_used == len(encode_ordinary(context)) <= budget - overhead.
+
+    Raises:
+        CandidateError, ConfigError, EncodingUnavailableError: bad input; nothing is packed.
+    """
+    config = parse_config(config)
+    budget = _check_budget(budget)
+    rows = to_candidates(candidates)
+    counter = counter or LineCounter(config.encoding)
+    pool, duplicates = dedupe(rows)
+    available = budget - config.overhead_tokens
+    conflicts = conflict_map(pool)
+
+    def metadata_cost(pairs: frozenset[tuple[str, str]]) -> int:
+        # Widest numbers: the final line can only be as long or shorter.
+        return counter.line_cost(metadata_line(
+            tokens_used=max(available, 0), budget=budget, conflicts=sorted(pairs),
+            excluded_count=len(rows)))
+
+    selector = Selector(pool, available=available, config=config, counter=counter,
+                        metadata_cost=metadata_cost, conflicts=conflicts)
+    flags: list[str] = []
+    if budget <= 0:
+        flags.append(Flag.BUDGET_ERROR.value)
+        for outcome in selector.outcomes.values():
+            outcome.reason = Reason.BUDGET_ERROR
+    else:
+        if _run_tiers(selector, pool):
+            flags.append(Flag.BUDGET_OVERFLOW.value)
+    guidance = build_guidance(config.query, config.reference_time,
+                              mode=config.context_guidance_mode,
+                              context_format=config.context_format)
+    assembly = _assemble_within(selector, budget, available, len(rows), guidance)
+    if guidance is not None and assembly.guidance is None and assembly.entries:
+        flags.append(Flag.GUIDANCE_OMITTED.value)
+    return _bundle(selector, assembly, duplicates, budget, available, config, flags)
+
+
+def _check_budget(budget: object) -> int:
+    if isinstance(budget, float) and budget.is_integer():
+        budget = int(budget)
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise ConfigError(
+            f"budget must be a whole number of tokens, got {budget!r}; pass for example 4096"
+        )
+    return budget
+
+
+def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
+    """Pack tier by tier; return True when a pin or active task had to be dropped."""
+    by_tier: dict[Tier, list[Candidate]] = {tier: [] for tier in Tier}
+    for c in pool:
+        by_tier[sel.outcomes[c.id].tier].append(c)
+    overflow = _pack_pins_and_tasks(sel, by_tier[Tier.PINNED_OR_TASK])
+    for c in sorted(by_tier[Tier.EPISODE], key=lambda c: (-c.score, c.id)):
+        sel.outcomes[c.id].order_key = c.score
+        _attempt(sel, c)
+    for c in order_multipath(sel, by_tier[Tier.MULTI_PATH], sel.config.multipath_ordering):
+        _attempt(sel, c)
+    for c in sorted(by_tier[Tier.REMAINING], key=lambda c: (-c.score, c.id)):
+        sel.outcomes[c.id].order_key = c.score
+        _attempt(sel, c)
+    return overflow
+
+
+def _attempt(sel: Selector, c: Candidate) -> None:
+    if sel.decided(c):
+        return
+    if sel.remaining() <= 0:
+        sel.outcomes[c.id].reason = Reason.BUDGET_EXHAUSTED
+        return
+    sel.include_with_counterparts(c, sel.levels(c))
+
+
+def _pack_pins_and_tasks(sel: Selector, tier: list[Candidate]) -> bool:
+    """RFC section 7 ladder. Returns True when any pin or task ends up excluded."""
+    ordered = sorted(tier, key=lambda c: (-c.score, c.id))
+    if sel.text_required:
+        # A record with no text has nothing to show at any level; it is not an overflow.
+        for c in ordered:
+            if not c.has_text:
+                sel.outcomes[c.id].reason = Reason.NO_TEXT
+        ordered = [c for c in ordered if c.has_text]
+    for c in ordered:
+        sel.outcomes[c.id].order_key = c.score
+        sel.include_with_counterparts(c, sel.levels(c, pinned=c.is_pinned))
+    if all(sel.outcomes[c.id].entry is not None for c in ordered):
+        return False
+    # Step 2: all active tasks first, then the pins with the highest STR that still fit.
+    tasks = [c for c in ordered if c.is_active_task]
+    pins = sorted((c for c in ordered if not c.is_active_task),
+                  key=lambda c: (-c.score / max(sel.full_cost(c), 1), c.id))
+    _restart(sel, ordered)
+    if all(sel.try_include(c, sel.levels(c)) for c in tasks):
+        for c in pins:
+            if not sel.try_include(c, sel.levels(c, pinned=True)):
+                sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+        return True
+    # Step 3: active tasks at their lowest allowed level only; no pins.
+    _restart(sel, ordered)
+    for c in tasks:
+        if not sel.try_include(c, sel.levels(c)[-1:]):
+            sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+    for c in pins:
+        sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+    return True
+
+
+def _restart(sel: Selector, tier: list[Candidate]) -> None:
+    """Empty the layout; only tier-1 records (and their counterparts) were placed so far."""
+    for outcome in sel.outcomes.values():
+        if outcome.entry is not None or outcome.reason not in (None, Reason.NO_TEXT):
+            outcome.entry, outcome.reason, outcome.tried = None, None, []
+    sel.layout.clear()
+
+
+def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
+                     guidance: str | None) -> Assembly:
+    """Assemble; if the exact whole output overshoots, drop the last-packed record and retry."""
+    numbered = sel.config.context_citations or sel.config.context_format == "compact"
+    while True:
+        packed = [o for o in sel.outcomes.values() if o.entry is not None]
+        pairs = _pairs({o.candidate.id: sel.conflicts.get(o.candidate.id, ()) for o in packed},
+                       set(sel.outcomes))
+        assembly = assemble(sel.layout, budget=budget, available=available, conflicts=pairs,
+                            excluded_count=n_rows - len(packed), numbered=numbered,
+                            guidance=guidance)
+        if assembly is not None:
+            return assembly
+        victim = max(packed, key=lambda o: (o.tier is not Tier.PINNED_OR_TASK, o.entry.order))
+        sel.layout.remove(victim.entry)
+        victim.entry, victim.reason = None, Reason.BUDGET_EXHAUSTED
+
+
+def _pairs(links: Mapping[str, tuple[str, ...]], present: set[str]) -> list[list[str]]:
+    pairs = {tuple(sorted((a, b))) for a, others in links.items() for b in others if b in present}
+    return [list(pair) for pair in sorted(pairs)]
+
+
+def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budget: int,
+            available: int, config: PackingConfig, flags: list[str]) -> MemoryBundle:
+    position = {e.candidate.id: i for i, e in enumerate(assembly.entries)}
+    included = tuple(
+        IncludedRecord(id=e.candidate.id, section=e.section, namespace_id=e.candidate.namespace_id,
+                       representation=e.level, tokens=e.cost, ref=e.view.ref,
+                       score=e.candidate.score, tier=Tier(e.tier),
+                       conflict=bool(e.view.contradicts))
+        for e in assembly.entries
+    )
+    excluded = [
+        ExcludedRecord(id=o.candidate.id, reason=o.reason or Reason.BUDGET_EXHAUSTED,
+                       score=o.candidate.score, tier=o.tier)
+        for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id)
+        if o.candidate.id not in position
+    ]
+    excluded += [ExcludedRecord(id=c.id, reason=Reason.DUPLICATE, score=c.score, tier=None)
+                 for c in duplicates]
+    final_entry = {e.candidate.id: e for e in assembly.entries}
+    decisions = [_decision(o, final_entry.get(o.candidate.id), position)
+                 for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id)]
+    decisions += [Decision(id=c.id, score=c.score, content_sha256=sha256_text(c.content),
+                           tier=None, order_key=None, tried=(), chosen=None, tokens=0,
+                           decision="excluded", reason=Reason.DUPLICATE.value)
+                  for c in duplicates]
+    packed_ids = set(position)
+    conflicts = tuple(tuple(pair) for pair in _pairs(
+        {i: sel.conflicts.get(i, ()) for i in packed_ids}, set(sel.outcomes)))
+    metrics = bundle_metrics(included, available)
+    context_sha = sha256_text(assembly.context)
+    body = receipt_body(
+        config=config, encoding_sha256=encoding_source(config.encoding).sha256, budget=budget,
+        available=available, tokens_used=assembly.tokens_used, context_sha256=context_sha,
+        flags=flags, conflicts=conflicts, metrics=metrics, decisions=decisions,
+        guidance=assembly.guidance is not None)
+    return MemoryBundle(
+        context=assembly.context, tokens_used=assembly.tokens_used, context_budget=budget,
+        available=available, included=included, excluded=tuple(excluded), conflicts=conflicts,
+        flags=tuple(flags), decisions=tuple(decisions),
+        context_references=assembly.references, context_guidance=assembly.guidance,
+        config=config, metrics=metrics, receipt=encode_receipt(body), context_sha256=context_sha)
+
+
+def _decision(outcome, entry, position: dict[str, int]) -> Decision:
+    c = outcome.candidate
+    included = entry is not None
+    return Decision(
+        id=c.id, score=c.score, content_sha256=sha256_text(c.content), tier=int(outcome.tier),
+        order_key=outcome.order_key, tried=tuple(level.value for level in outcome.tried),
+        chosen=entry.level.value if included else None,
+        tokens=entry.cost if included else 0,
+        decision="included" if included else "excluded",
+        reason=None if included else (outcome.reason or Reason.BUDGET_EXHAUSTED).value,
+        position=position.get(c.id))
+
+
+__all__ = ["pack_candidates", "Level"]

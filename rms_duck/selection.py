@@ -1,0 +1,208 @@
+"""Selection primitives for RFC-0006 sections 4 and 5: tiers, sections, levels, orderings,
+and the Selector that packs one candidate at a time against a Layout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from .config import PackingConfig
+from .formats import RecordView, get_format
+from .layout import Entry, Layout
+from .model import (
+    LEVEL_ORDER, TEXT_LEVELS, Candidate, Level, NodeType, Reason, Section, Tier,
+)
+from .represent import representation_text
+from .tokens import LineCounter
+
+
+def tier_of(c: Candidate) -> Tier:
+    if c.is_pinned or c.is_active_task:
+        return Tier.PINNED_OR_TASK
+    if any(path in ("EPISODE_CONTEXT", "EVIDENCE_CONTEXT") for path in c.paths):
+        return Tier.EPISODE
+    if c.path_count >= 2:
+        return Tier.MULTI_PATH
+    return Tier.REMAINING
+
+
+def section_of(c: Candidate, level: Level, conflicted: bool, fact_min_confidence: float) -> Section:
+    """RFC section 6: pointers go to references, conflicts to context, the rest by type."""
+    if level is Level.REFERENCE:
+        return Section.REFERENCES
+    if conflicted:
+        return Section.CONTEXT
+    if c.type is NodeType.ENTITY:
+        return Section.ENTITIES
+    if c.type is NodeType.FACT and c.confidence >= fact_min_confidence:
+        return Section.FACTS
+    if c.type is NodeType.DECISION:
+        return Section.DECISIONS
+    if c.is_active_task:
+        return Section.TASKS
+    return Section.CONTEXT
+
+
+class Outcome:
+    """Per-candidate bookkeeping that becomes the receipt's candidate rows."""
+
+    __slots__ = ("candidate", "tier", "order_key", "tried", "entry", "reason", "full_cost")
+
+    def __init__(self, candidate: Candidate, tier: Tier) -> None:
+        self.candidate = candidate
+        self.tier = tier
+        self.order_key: float | None = None
+        self.tried: list[Level] = []
+        self.entry: Entry | None = None
+        self.reason: Reason | None = None
+        self.full_cost: int | None = None
+
+
+class Selector:
+    """Runs the priority tiers against a Layout, recording an Outcome per candidate."""
+
+    def __init__(self, pool: Sequence[Candidate], *, available: int, config: PackingConfig,
+                 counter: LineCounter, metadata_cost: Callable[[frozenset], int],
+                 conflicts: dict[str, tuple[str, ...]]) -> None:
+        self.config = config
+        self.fmt = get_format(config.context_format)
+        self.counter = counter
+        self.available = available
+        self.conflicts = conflicts
+        self.by_id = {c.id: c for c in pool}
+        self.outcomes = {c.id: Outcome(c, tier_of(c)) for c in pool}
+        numbered = config.context_citations or config.context_format == "compact"
+        self.provisional_ref = f"m{len(pool)}" if numbered else None
+        self.layout = Layout(self.fmt, counter, config.context_citations, metadata_cost)
+        self.allowed = _allowed_levels(config, self.fmt.text_levels_only)
+        self.text_required = self.fmt.text_levels_only or config.min_level in TEXT_LEVELS
+        self._sequence = 0
+        ranked = sorted(pool, key=lambda c: (-c.score, c.id))
+        n = len(ranked)
+        self.rank = {c.id: i / n for i, c in enumerate(ranked)}
+
+    # -- levels and costs ---------------------------------------------------------------
+
+    def view(self, c: Candidate, level: Level) -> RecordView | None:
+        text = representation_text(c, level)
+        if text is None:
+            return None
+        return RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
+
+    def full_cost(self, c: Candidate) -> int:
+        outcome = self.outcomes[c.id]
+        if outcome.full_cost is None:
+            view = self.view(c, Level.FULL)
+            outcome.full_cost = self.counter.line_cost(self.fmt.record_line(view))
+        return outcome.full_cost
+
+    def remaining(self) -> int:
+        return self.available - self.layout.used
+
+    # -- inclusion ------------------------------------------------------------------------
+
+    def try_include(self, c: Candidate, levels: Sequence[Level]) -> bool:
+        """Pack `c` at the first of `levels` that fits; record why not otherwise."""
+        outcome = self.outcomes[c.id]
+        if self.text_required and not c.has_text:
+            outcome.reason = Reason.NO_TEXT
+            return False
+        conflicted = bool(self.conflicts.get(c.id))
+        for level in levels:
+            view = self.view(c, level)
+            if view is None:
+                continue
+            outcome.tried.append(level)
+            # Cheap floor first: a line that cannot fit is never tokenized.
+            if self.counter.lower_bound(view.text) > self.remaining():
+                continue
+            line = self.fmt.record_line(view)
+            cost = self.counter.line_cost(line)
+            if level is Level.FULL and outcome.full_cost is None:
+                outcome.full_cost = cost
+            section = section_of(c, level, conflicted, self.config.fact_min_confidence)
+            entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
+                          self.fmt.shows_speaker(view))
+            delta = self.layout.delta(entry)
+            if delta <= self.remaining():
+                self.layout.add(entry, delta)
+                self._sequence += 1
+                outcome.entry, outcome.reason = entry, None
+                return True
+        outcome.reason = self._miss_reason(c, levels)
+        return False
+
+    def _miss_reason(self, c: Candidate, levels: Sequence[Level]) -> Reason:
+        if not levels and not self.fmt.text_levels_only:
+            return Reason.BELOW_MIN_FIDELITY
+        return Reason.BUDGET_EXHAUSTED
+
+    def include_with_counterparts(self, c: Candidate, levels: Sequence[Level]) -> bool:
+        """Pack `c`, then at once its CONTRADICTS counterparts, so a conflict travels whole."""
+        if not self.try_include(c, levels):
+            return False
+        for other_id in self.conflicts.get(c.id, ()):
+            other = self.outcomes[other_id]
+            if other.entry is None and other.reason is None:
+                self.try_include(other.candidate, self.levels(other.candidate))
+        return True
+
+    def decided(self, c: Candidate) -> bool:
+        outcome = self.outcomes[c.id]
+        return outcome.entry is not None or outcome.reason is not None
+
+    # -- representation policy -------------------------------------------------------------
+
+    def levels(self, c: Candidate, *, pinned: bool = False) -> list[Level]:
+        """Levels to try, best first, under the configured representation policy."""
+        available = [lv for lv in self.allowed if representation_text(c, lv) is not None]
+        if self.config.representation_policy == "highest_fit":
+            return available
+        start = self._fraction_start(c, pinned)
+        ladder = [level for level in available if LEVEL_ORDER.index(level) >= start]
+        if self.fmt.text_levels_only and start <= LEVEL_ORDER.index(Level.STRUCTURED):
+            ladder = available  # reader shows STRUCTURED-class records as their text
+        # RFC section 5: the chosen level, else a bare REFERENCE, else nothing.
+        return ladder[:1] + [lv for lv in ladder[1:] if lv is Level.REFERENCE]
+
+    def _fraction_start(self, c: Candidate, pinned: bool) -> int:
+        share = self.remaining() / self.available if self.available > 0 else 0.0
+        rank = self.rank[c.id]
+        if pinned:
+            return LEVEL_ORDER.index(Level.STRUCTURED if share > 0.2 else Level.KEY_VALUE)
+        if share > 0.5:
+            return LEVEL_ORDER.index(Level.STRUCTURED if rank < 0.5 else Level.KEY_VALUE)
+        if share > 0.2:
+            return LEVEL_ORDER.index(Level.REFERENCE if rank >= 0.75 else Level.KEY_VALUE)
+        return LEVEL_ORDER.index(Level.REFERENCE)
+
+
+def _allowed_levels(config: PackingConfig, text_only: bool) -> tuple[Level, ...]:
+    floor = LEVEL_ORDER.index(config.min_level)
+    levels = [level for level in LEVEL_ORDER if LEVEL_ORDER.index(level) <= floor]
+    if text_only:
+        levels = [level for level in levels if level in (Level.FULL, Level.PROSE)] or [Level.FULL]
+    return tuple(levels)
+
+
+def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) -> list[Candidate]:
+    """RFC section 5 Priority 3 orderings: balanced (default), score or density."""
+    if ordering == "score":
+        for c in tier:
+            selector.outcomes[c.id].order_key = c.score
+        return sorted(tier, key=lambda c: (-c.score, c.id))
+    power = 1.0 if ordering == "density" else 0.25
+    head = None
+    if ordering == "balanced":
+        eligible = [c for c in tier if c.has_text or not selector.text_required]
+        head = min(eligible, key=lambda c: (-c.score, c.id), default=None)
+    keyed = []
+    for c in tier:
+        key = math.inf if c is head else c.score / max(selector.full_cost(c), 1) ** power
+        selector.outcomes[c.id].order_key = key
+        keyed.append((-key, c.id, c))
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    return [c for _, _, c in keyed]
+
+

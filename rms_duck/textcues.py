@@ -1,0 +1,54 @@
+"""Cues read from record text: does it already state a date, or begin with its speaker?
+
+They let the reader format drop a bracketed date or a speaker name that the text repeats.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from functools import lru_cache
+
+from .timefmt import as_utc
+
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july",
+    "august", "september", "october", "november", "december",
+)
+_LEADING_GROUP = re.compile(r"\s*[(\[]([^()\[\]\n]{1,80})[)\]]")
+
+
+@lru_cache(maxsize=4096)
+def _date_pattern(year: int, month: int, day: int) -> re.Pattern[str]:
+    name = _MONTHS[month - 1]
+    month_names = {name, name[:3]} | ({"sept"} if month == 9 else set())
+    month_alt = "|".join(sorted(month_names, key=len, reverse=True)) + r")\.?"
+    y, m, d = f"{year:04d}", str(month), str(day)
+    numeric = rf"{y}[-/.]0?{m}[-/.]0?{d}(?!\d)"
+    day_first = rf"(?<!\d)0?{d}(?:st|nd|rd|th)? (?:of )?(?:{month_alt},? {y}"
+    month_first = rf"\b(?:{month_alt} 0?{d}(?:st|nd|rd|th)?,? {y}"
+    return re.compile(f"{numeric}|{day_first}|{month_first}", re.IGNORECASE)
+
+
+def text_states_date(text: str, when: datetime) -> bool:
+    """True when the text opens with the UTC calendar date of `when`.
+
+    Checked in a leading (...) or [...] group of at most 80 characters, or at the very start.
+    """
+    v = as_utc(when)
+    pattern = _date_pattern(v.year, v.month, v.day)
+    group = _LEADING_GROUP.match(text)
+    if group and pattern.search(group.group(1)):
+        return True
+    return pattern.match(text.lstrip(" \t([")) is not None
+
+
+def text_states_speaker(text: str, speaker: str) -> bool:
+    """True when the text begins with 'Speaker:' (case-insensitive), after one leading group."""
+    body = text
+    group = _LEADING_GROUP.match(body)
+    if group:
+        body = body[group.end():]
+    body = body.lstrip()
+    prefix = speaker + ":"
+    return body[: len(prefix)].casefold() == prefix.casefold()
