@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .api import pack as pack
 from .bundle import MemoryBundle as MemoryBundle
 from .config import PackingConfig as PackingConfig
+from .duck import connect as connect, register as register
 from .encodings import register_bpe_file as register_bpe_file
 from .errors import RmsError as RmsError
 from .packing import pack_candidates as pack_candidates
@@ -12,6 +14,6 @@ from .tokens import count_tokens as count_tokens
 __version__ = "0.1.0"
 
 __all__ = [
-    "MemoryBundle", "PackingConfig", "RmsError", "count_tokens", "pack_candidates",
-    "register_bpe_file", "__version__",
+    "MemoryBundle", "PackingConfig", "RmsError", "connect", "count_tokens", "pack",
+    "pack_candidates", "register", "register_bpe_file", "__version__",
 ]

@@ -6,8 +6,10 @@ well behind DuckDB's "Python exception occurred while executing the UDF" prefix.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
+import numbers
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
@@ -16,6 +18,7 @@ from typing import Any
 
 from .errors import CandidateError, did_you_mean
 from .model import Candidate, Epistemic, Lifecycle, NodeType, SourceType
+from .timefmt import as_utc
 
 _ENUMS: dict[str, type[Enum]] = {
     "type": NodeType,
@@ -123,7 +126,7 @@ def _unit(where: _Where, field: str, value: object, required: bool = False) -> f
     if value is None and required:
         raise where.fail(field, value, "is required and must be a number in [0, 1]",
                          "filter out NULL scores or COALESCE them to 0")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
         raise where.fail(field, value, "must be a number in [0, 1]", "cast it to DOUBLE")
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
@@ -157,12 +160,12 @@ def _enum(where: _Where, field: str, value: object, enum_type: type[Enum]) -> An
 
 def _instant(where: _Where, field: str, value: object) -> datetime:
     if isinstance(value, datetime):
-        return value
+        return as_utc(value)
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day)
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            return as_utc(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
         except ValueError:
             pass
     raise where.fail(field, value, "must be a timestamp",

@@ -1,0 +1,75 @@
+"""The Python API over a DuckDB connection: rank with a query (or pass Arrow), pack, store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .bundle import MemoryBundle
+from .candidates import to_candidates
+from .config import PackingConfig, parse_config
+from .errors import CandidateError
+from .packing import pack_candidates
+from .query import check_query
+from .duck.connection import cursor
+from .duck.storage import store_bundle
+
+
+def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordBatch, *,
+         budget: int, config: PackingConfig | Mapping[str, Any] | str | None = None,
+         store: bool = True, dialect: str = "duckdb", params: Sequence[Any] | None = None,
+         namespace: str | None = None, session_id: str | None = None) -> MemoryBundle:
+    """Rank (or take) candidates, pack them into `budget` tokens, and store the result.
+
+    Args:
+        con: a connection prepared by rms_duck.connect() or rms_duck.register().
+        candidates: a read-only SELECT in `dialect` returning candidate rows, or an Arrow table.
+        budget: the context budget in tokens, overhead included.
+        config: PackingConfig fields (object, dict or JSON text).
+        store: write the bundle and its receipt in one transaction (False skips storing).
+        params: values for the query's ? placeholders.
+        namespace: the receipt chain to extend (default: the candidates' shared namespace).
+
+    Returns:
+        The MemoryBundle; when stored, its receipt_id is set.
+
+    Raises:
+        QueryRejectedError, CandidateError, ConfigError: nothing is stored.
+    """
+    config = parse_config(config)
+    query = None
+    if isinstance(candidates, str):
+        checked = check_query(candidates, dialect)
+        rows = _run_read_only(con, checked.sql, params)
+        query = checked.to_dict()
+    elif isinstance(candidates, (pa.Table, pa.RecordBatch)):
+        rows = candidates.to_pylist()
+    else:
+        raise CandidateError(
+            f"candidates must be a ranking query string or a pyarrow Table, got "
+            f"{type(candidates).__name__}; use pa.Table.from_pylist(rows) for Python rows")
+    validated = to_candidates(rows)
+    bundle = pack_candidates(validated, budget=budget, config=config)
+    if not store:
+        return bundle
+    stored = store_bundle(con, bundle, validated, namespace=namespace, session_id=session_id,
+                          query=query)
+    return replace(bundle, receipt_id=stored.receipt_id)
+
+
+def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
+                   params: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """Run the guarded query inside a READ ONLY transaction: the engine's own second wall."""
+    cur = cursor(con)
+    try:
+        cur.execute("BEGIN TRANSACTION READ ONLY")
+        try:
+            return cur.sql(sql, params=list(params or [])).to_arrow_table().to_pylist()
+        finally:
+            cur.execute("ROLLBACK")
+    finally:
+        cur.close()

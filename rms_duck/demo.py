@@ -1,0 +1,86 @@
+"""`rms-duck demo`: load the sample agent memory, rank it in SQL, pack at 4,096 tokens, store."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+from .api import pack
+from .bundle import MemoryBundle
+from .duck.connection import connect
+
+NODE_COLUMNS = (
+    "id", "namespace_id", "type", "content", "structured_value", "prose", "epistemic_type",
+    "source_type", "lifecycle_state", "confidence", "salience", "pinned", "event_time",
+    "valid_from", "valid_to", "created_at", "superseded_by", "speaker", "evidence_ids",
+    "session_id", "session_position", "condition_state",
+)
+NODE_DEFAULTS = {"type": "note", "epistemic_type": "asserted", "source_type": "user_stated",
+                 "lifecycle_state": "tentative", "confidence": 0.5, "salience": 0.5,
+                 "pinned": False}
+
+
+def examples_dir() -> Path:
+    """The shipped examples/ folder (installed as the rms_duck.examples package)."""
+    try:
+        return Path(str(resources.files("rms_duck.examples")))
+    except ModuleNotFoundError:
+        # A source checkout on sys.path but not installed.
+        return Path(__file__).resolve().parent.parent / "examples"
+
+
+def load_memory(con, data: dict[str, Any]) -> int:
+    """Insert the sample nodes and edges; rows already present are left alone."""
+    rows = []
+    for node in data["nodes"]:
+        node = {**NODE_DEFAULTS, **node}
+        if node.get("structured_value") is not None:
+            node["structured_value"] = json.dumps(node["structured_value"])
+        rows.append([node.get(col) for col in NODE_COLUMNS])
+    marks = ", ".join("?" for _ in NODE_COLUMNS)
+    before = con.execute("SELECT count(*) FROM rms_nodes").fetchall()[0][0]
+    con.executemany(
+        f"INSERT INTO rms_nodes ({', '.join(NODE_COLUMNS)}) VALUES ({marks}) "
+        "ON CONFLICT DO NOTHING", rows)
+    con.executemany(
+        "INSERT INTO rms_edges (source_id, target_id, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        [[e["source_id"], e["target_id"], e["kind"]] for e in data["edges"]])
+    return con.execute("SELECT count(*) FROM rms_nodes").fetchall()[0][0] - before
+
+
+def run_demo(db: str, *, budget: int = 4096, context_format: str = "reader",
+             out: TextIO) -> MemoryBundle:
+    folder = examples_dir()
+    data = json.loads((folder / "agent_memory.json").read_text(encoding="utf-8"))
+    ranking = (folder / "demo_ranking.sql").read_text(encoding="utf-8")
+    con = connect(db)
+    try:
+        added = load_memory(con, data)
+        config = {"context_format": context_format, "query": data["question"],
+                  "reference_time": data["reference_time"]}
+        bundle = pack(con, ranking, budget=budget, config=config,
+                      params=[data["question"], "maya"], session_id="demo")
+        stored = con.execute("SELECT count(*) FROM rms_receipts").fetchall()[0][0]
+    finally:
+        con.close()
+    print(bundle.render(), file=out)
+    print(summary(bundle, db=db, added=added, stored=stored, question=data["question"]), file=out)
+    return bundle
+
+
+def summary(bundle: MemoryBundle, *, db: str, added: int, stored: int, question: str) -> str:
+    reasons = Counter(record.reason.value for record in bundle.excluded)
+    excluded = ", ".join(f"{name} {n}" for name, n in sorted(reasons.items())) or "none"
+    return "\n".join([
+        "-" * 72,
+        f"question:  {question}",
+        f"tokens:    {bundle.tokens_used} used of {bundle.context_budget} "
+        f"(available after {bundle.config.overhead_tokens} overhead: {bundle.available})",
+        f"records:   {len(bundle.included)} included, {len(bundle.excluded)} excluded ({excluded})",
+        f"flags:     {', '.join(bundle.flags) or 'none'}",
+        f"stored:    receipt {bundle.receipt_id} in {db} "
+        f"({stored} receipts; {added} sample nodes added this run)",
+    ])

@@ -1,0 +1,7 @@
+"""The DuckDB adapter: connections, UDFs, macros and storage (the only duckdb importer)."""
+
+from __future__ import annotations
+
+from .connection import connect as connect, cursor as cursor, register as register
+
+__all__ = ["connect", "cursor", "register"]

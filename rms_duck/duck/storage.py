@@ -1,0 +1,111 @@
+"""Store a bundle and its receipt atomically, extending the namespace's receipt hash chain.
+
+Each receipt's canonical JSON carries the previous receipt's sha256 in the same chain
+namespace and a sequence number that is UNIQUE per namespace. Two writers that race for
+the same position conflict in DuckDB; the loser rolls back and retries on the new tip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import duckdb
+
+from ..bundle import MemoryBundle
+from ..escape import canonical_json, utf8
+from ..model import Candidate
+from ..receipts import RECEIPT_VERSION, inputs_json
+from .connection import cursor
+
+_RETRIES = 200
+_RETRYABLE = (duckdb.TransactionException, duckdb.ConstraintException)
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    bundle_id: str
+    receipt_id: str
+    receipt_sha256: str
+    seq: int
+
+
+def chain_namespace(candidates: Sequence[Candidate], namespace: str | None) -> str:
+    """The chain a receipt joins: the given namespace, else the candidates' shared one, else ''."""
+    if namespace is not None:
+        return namespace
+    names = {c.namespace_id for c in candidates}
+    return names.pop() or "" if len(names) == 1 else ""
+
+
+def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
+                 candidates: Sequence[Candidate], *, namespace: str | None = None,
+                 session_id: str | None = None, query: dict[str, Any] | None = None,
+                 now: datetime | None = None) -> Stored:
+    """Insert the bundle row and its receipt in one transaction; retry on write conflicts."""
+    chain = chain_namespace(candidates, namespace)
+    inputs = inputs_json(candidates)
+    body = json.loads(bundle.receipt)
+    cur = cursor(con)
+    try:
+        for attempt in range(_RETRIES):
+            created = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+            try:
+                return _store_once(cur, bundle, body, inputs, chain, session_id, query, created)
+            except _RETRYABLE:
+                _rollback(cur)
+                time.sleep(min(0.001 * (attempt + 1), 0.05))
+            except BaseException:
+                _rollback(cur)
+                raise
+        raise duckdb.TransactionException(
+            f"could not append to receipt chain {chain!r} after {_RETRIES} attempts")
+    finally:
+        cur.close()
+
+
+def _store_once(cur, bundle: MemoryBundle, body: dict[str, Any], inputs: str, chain: str,
+                session_id: str | None, query: dict[str, Any] | None,
+                created: datetime) -> Stored:
+    bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
+    cur.execute("BEGIN TRANSACTION")
+    tip = cur.execute(
+        "SELECT seq, receipt_sha256 FROM rms_receipts WHERE chain_namespace = ? "
+        "ORDER BY seq DESC LIMIT 1", [chain]).fetchall()
+    seq, prev = (tip[0][0] + 1, tip[0][1]) if tip else (1, None)
+    receipt = dict(body)
+    receipt.update({
+        "receipt_id": receipt_id, "bundle_id": bundle_id, "created_at": created.isoformat(),
+        "chain_namespace": chain, "seq": seq, "prev_sha256": prev,
+        "inputs_sha256": hashlib.sha256(utf8(inputs)).hexdigest(),
+        "query": query, "session_id": session_id,
+    })
+    text = canonical_json(receipt)
+    digest = hashlib.sha256(utf8(text)).hexdigest()
+    m = bundle.metrics
+    cur.execute(
+        "INSERT INTO rms_bundles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [bundle_id, created, chain, session_id, (query or {}).get("sql"),
+         bundle.config.context_format, bundle.context_budget, bundle.available,
+         bundle.tokens_used, bundle.context, bundle.context_sha256, list(bundle.flags),
+         len(bundle.included), len(bundle.excluded), m["str_mean"], m["str_p10"],
+         m["budget_efficiency"], m["budget_waste"], inputs])
+    cur.execute(
+        "INSERT INTO rms_receipts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [receipt_id, bundle_id, created, chain, seq, prev, RECEIPT_VERSION, text, digest,
+         bundle.context_sha256])
+    cur.execute("COMMIT")
+    return Stored(bundle_id, receipt_id, digest, seq)
+
+
+def _rollback(cur) -> None:
+    try:
+        cur.execute("ROLLBACK")
+    except duckdb.Error:
+        pass

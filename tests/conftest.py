@@ -1,0 +1,45 @@
+"""Shared fixtures: a fresh registered DuckDB connection, the real cl100k encoding, rows."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+import rms_duck
+from rms_duck.encodings import get_encoding
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite the golden files under tests/golden from current output")
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    return request.config.getoption("--update-golden")
+
+
+@pytest.fixture
+def con():
+    connection = rms_duck.connect()
+    yield connection
+    connection.close()
+
+
+@pytest.fixture(scope="session")
+def enc():
+    return get_encoding("cl100k_base")
+
+
+def node_id(i: int) -> str:
+    return str(uuid.UUID(int=i))
+
+
+def rows(n: int, *, text: str = "memory record number {i} about the project", **fields):
+    """n simple candidate dicts with ids 0..n-1 and descending scores."""
+    return [
+        {"id": node_id(i), "score": round(1 - i / (n + 1), 6), "content": text.format(i=i),
+         **fields}
+        for i in range(n)
+    ]
