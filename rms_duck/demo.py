@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -84,3 +86,14 @@ def summary(bundle: MemoryBundle, *, db: str, added: int, stored: int, question:
         f"stored:    receipt {bundle.receipt_id} in {db} "
         f"({stored} receipts; {added} sample nodes added this run)",
     ])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default="rms.duckdb", help="DuckDB file (default: rms.duckdb)")
+    parser.add_argument("--budget", type=int, default=4096, help="token budget (default 4096)")
+    parser.add_argument("--format", default="reader", choices=("reader", "auditable", "compact"))
+
+
+def run(args: argparse.Namespace) -> int:
+    run_demo(args.db, budget=args.budget, context_format=args.format, out=sys.stdout)
+    return 0
