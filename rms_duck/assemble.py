@@ -7,6 +7,7 @@ counts the whole output once to confirm the per-line sum.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .layout import Entry, Layout
@@ -23,7 +24,8 @@ class Assembly:
 
 
 def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[list[str]],
-             excluded_count: int, numbered: bool, guidance: str | None) -> Assembly | None:
+             excluded_count: int, numbered: bool, guidance: str | None,
+             arrange: Callable[[list[Entry]], list[Entry]] | None = None) -> Assembly | None:
     """The rendered context, or None when the exact output would exceed `available`."""
     if layout.records == 0:
         return Assembly("", 0, (), {}, None)
@@ -31,6 +33,8 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     entries: list[Entry] = []
     body: list[str] = []
     for key, group in layout.ordered():
+        if arrange is not None:
+            group = arrange(group)
         first = group[0]
         body.append(fmt.section_label(first.section, first.candidate.namespace_id))
         for entry in group:

@@ -178,9 +178,9 @@ def _sequence(where: _Where, field: str, value: object) -> list[Any]:
     return [v for v in value if v is not None]
 
 
-def _path_count(where: _Where, value: object, paths: tuple[str, ...]) -> int:
+def _path_count(where: _Where, value: object, paths: tuple[str, ...]) -> int | None:
     if value is None:
-        return max(1, len(set(paths)))
+        return None  # derived from paths when packing (see selection.path_count)
     count = _whole(where, "path_count", value)
     if count < 0:
         raise where.fail("path_count", value, "must be >= 0", "count the retrieval paths")

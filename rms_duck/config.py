@@ -33,6 +33,7 @@ class PackingConfig:
     context_guidance_mode: str = "temporal"
     fold_repeated_text: bool = True
     session_context_packing: str | None = None
+    session_window: int = 3
     query: str | None = None
     reference_time: datetime | None = None
     fact_min_confidence: float = 0.7
@@ -58,6 +59,12 @@ class PackingConfig:
             raise ConfigError(
                 f"config field 'overhead_tokens' must be a whole number of tokens >= 0, "
                 f"got {self.overhead_tokens!r}; use 0 to reserve nothing"
+            )
+        if (not isinstance(self.session_window, int) or isinstance(self.session_window, bool)
+                or self.session_window < 0):
+            raise ConfigError(
+                f"config field 'session_window' must be a whole number of turns >= 0, "
+                f"got {self.session_window!r}; the default is 3"
             )
         if not isinstance(self.encoding, str) or not self.encoding:
             raise ConfigError(

@@ -122,7 +122,7 @@ class Candidate:
     content: str
     type: NodeType = NodeType.NOTE
     paths: tuple[str, ...] = ()
-    path_count: int = 1
+    path_count: int | None = None
     salience: float = 0.5
     pinned: bool = False
     confidence: float = 0.5

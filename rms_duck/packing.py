@@ -25,6 +25,7 @@ from .model import (
 )
 from .receipts import encode_receipt, receipt_body, sha256_text
 from .selection import Selector, order_multipath
+from .session import arrange_adjacent
 from .tokens import LineCounter
 
 
@@ -110,6 +111,9 @@ def _attempt(sel: Selector, c: Candidate) -> None:
     if sel.remaining() <= 0:
         sel.outcomes[c.id].reason = Reason.BUDGET_EXHAUSTED
         return
+    if sel.covered(c):
+        sel.outcomes[c.id].reason = Reason.FOLDED
+        return
     sel.include_with_counterparts(c, sel.levels(c))
 
 
@@ -153,19 +157,24 @@ def _restart(sel: Selector, tier: list[Candidate]) -> None:
         if outcome.entry is not None or outcome.reason not in (None, Reason.NO_TEXT):
             outcome.entry, outcome.reason, outcome.tried = None, None, []
     sel.layout.clear()
+    sel.packed_by_source.clear()
 
 
 def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
                      guidance: str | None) -> Assembly:
     """Assemble; if the exact whole output overshoots, drop the last-packed record and retry."""
     numbered = sel.config.context_citations or sel.config.context_format == "compact"
+    arrange = None
+    if sel.config.session_context_packing == "adjacent" and sel.links:
+        def arrange(entries):
+            return arrange_adjacent(entries, sel.links)
     while True:
         packed = [o for o in sel.outcomes.values() if o.entry is not None]
         pairs = _pairs({o.candidate.id: sel.conflicts.get(o.candidate.id, ()) for o in packed},
                        set(sel.outcomes))
         assembly = assemble(sel.layout, budget=budget, available=available, conflicts=pairs,
                             excluded_count=n_rows - len(packed), numbered=numbered,
-                            guidance=guidance)
+                            guidance=guidance, arrange=arrange)
         if assembly is not None:
             return assembly
         victim = max(packed, key=lambda o: (o.tier is not Tier.PINNED_OR_TASK, o.entry.order))

@@ -10,19 +10,32 @@ from collections.abc import Callable, Sequence
 from .config import PackingConfig
 from .formats import RecordView, get_format
 from .layout import Entry, Layout
+from .folding import folds_into
 from .model import (
-    LEVEL_ORDER, TEXT_LEVELS, Candidate, Level, NodeType, Reason, Section, Tier,
+    EPISODE_PATHS, LEVEL_ORDER, TEXT_LEVELS, Candidate, Level, NodeType, Reason, Section, Tier,
 )
 from .represent import representation_text
+from .session import SESSION_PATH, session_links
 from .tokens import LineCounter
 
 
-def tier_of(c: Candidate) -> Tier:
+def path_count(c: Candidate, session_packing: bool = False) -> int:
+    """The given path_count, else the distinct paths; SESSION_CONTEXT counts only when
+    session context packing is on."""
+    if c.path_count is not None:
+        return c.path_count
+    paths = set(c.paths)
+    if not session_packing:
+        paths.discard(SESSION_PATH)
+    return max(1, len(paths))
+
+
+def tier_of(c: Candidate, session_packing: bool = False) -> Tier:
     if c.is_pinned or c.is_active_task:
         return Tier.PINNED_OR_TASK
-    if any(path in ("EPISODE_CONTEXT", "EVIDENCE_CONTEXT") for path in c.paths):
+    if any(path in EPISODE_PATHS for path in c.paths):
         return Tier.EPISODE
-    if c.path_count >= 2:
+    if path_count(c, session_packing) >= 2:
         return Tier.MULTI_PATH
     return Tier.REMAINING
 
@@ -70,8 +83,15 @@ class Selector:
         self.counter = counter
         self.available = available
         self.conflicts = conflicts
-        self.by_id = {c.id: c for c in pool}
-        self.outcomes = {c.id: Outcome(c, tier_of(c)) for c in pool}
+        session_packing = config.session_context_packing is not None
+        self.outcomes = {c.id: Outcome(c, tier_of(c, session_packing)) for c in pool}
+        self.links = session_links(pool, config.session_window) if session_packing else {}
+        for neighbour_id, trigger in self.links.items():
+            outcome = self.outcomes[neighbour_id]
+            if outcome.tier is Tier.REMAINING and self.outcomes[trigger.id].tier <= Tier.MULTI_PATH:
+                outcome.tier = Tier.MULTI_PATH
+        self.folding = config.fold_repeated_text and self.fmt.name == "reader"
+        self.packed_by_source: dict[str, list[Entry]] = {}
         numbered = config.context_citations or config.context_format == "compact"
         self.provisional_ref = f"m{len(pool)}" if numbered else None
         self.layout = Layout(self.fmt, counter, config.context_citations, metadata_cost)
@@ -129,6 +149,7 @@ class Selector:
                 self.layout.add(entry, delta)
                 self._sequence += 1
                 outcome.entry, outcome.reason = entry, None
+                self.fold_into(c)
                 return True
         outcome.reason = self._miss_reason(c, levels)
         return False
@@ -147,6 +168,41 @@ class Selector:
             if other.entry is None and other.reason is None:
                 self.try_include(other.candidate, self.levels(other.candidate))
         return True
+
+    # -- folded repeated text ------------------------------------------------------------
+
+    def covered(self, c: Candidate) -> bool:
+        """A packed record from one of c's source events already shows c's text."""
+        if not self.folding or not c.evidence_ids:
+            return False
+        view = self.view(c, Level.FULL)
+        return any(
+            entry.candidate.id != c.id and folds_into(view, entry.view)
+            for source in c.evidence_ids for entry in self.packed_by_source.get(source, ())
+        )
+
+    def fold_into(self, c: Candidate) -> None:
+        """Index c's entry by source; drop earlier packed records whose text c now shows."""
+        entry = self.outcomes[c.id].entry
+        if not self.folding or entry is None or not c.evidence_ids:
+            return
+        for source in c.evidence_ids:
+            for other in list(self.packed_by_source.get(source, ())):
+                outcome = self.outcomes[other.candidate.id]
+                if (other is not entry and outcome.entry is other
+                        and outcome.tier is not Tier.PINNED_OR_TASK
+                        and folds_into(other.view, entry.view)):
+                    self._unpack(outcome, Reason.FOLDED)
+            self.packed_by_source.setdefault(source, []).append(entry)
+
+    def _unpack(self, outcome: Outcome, reason: Reason) -> None:
+        entry = outcome.entry
+        self.layout.remove(entry)
+        for source in entry.candidate.evidence_ids:
+            bucket = self.packed_by_source.get(source)
+            if bucket and entry in bucket:
+                bucket.remove(entry)
+        outcome.entry, outcome.reason = None, reason
 
     def decided(self, c: Candidate) -> bool:
         outcome = self.outcomes[c.id]
