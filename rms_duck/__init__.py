@@ -6,6 +6,7 @@ from .api import pack as pack
 from .bundle import MemoryBundle as MemoryBundle
 from .config import PackingConfig as PackingConfig
 from .duck import connect as connect, register as register
+from .duck.organiser import refresh_token_estimates as refresh_token_estimates
 from .encodings import register_bpe_file as register_bpe_file
 from .errors import RmsError as RmsError
 from .packing import pack_candidates as pack_candidates
@@ -15,5 +16,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MemoryBundle", "PackingConfig", "RmsError", "connect", "count_tokens", "pack",
-    "pack_candidates", "register", "register_bpe_file", "__version__",
+    "pack_candidates", "refresh_token_estimates", "register", "register_bpe_file", "__version__",
 ]

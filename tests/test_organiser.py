@@ -1,0 +1,30 @@
+"""Method 3: the organiser pass fills and refreshes rms_nodes.token_cost_estimate."""
+
+from __future__ import annotations
+
+import rms_duck
+from rms_duck.estimate import estimate_tokens
+
+
+def test_refresh_fills_then_refreshes_only_stale_rows(con):
+    con.execute("INSERT INTO rms_nodes (id, content) VALUES "
+                "('00000000-0000-4000-8000-000000000001', 'hello world'), "
+                "('00000000-0000-4000-8000-000000000002', '你好，世界')")
+    assert rms_duck.refresh_token_estimates(con) == 2
+    rows = con.execute("SELECT content, token_cost_estimate FROM rms_nodes ORDER BY id").fetchall()
+    assert rows == [(text, estimate_tokens(text)) for text, _ in rows]
+    assert rms_duck.refresh_token_estimates(con) == 0
+    con.execute("UPDATE rms_nodes SET content = 'a much longer text than before, with more words' "
+                "WHERE id = '00000000-0000-4000-8000-000000000001'")
+    assert rms_duck.refresh_token_estimates(con) == 1
+
+
+def test_sql_token_functions(con, enc):
+    text = "Special <|endoftext|> spelled as text"
+    assert con.execute("SELECT rms_token_count(?)", [text]).fetchall() == [
+        (len(enc.encode_ordinary(text)),)]
+    assert con.execute("SELECT rms_token_count(?, 'cl100k_base')", [text]).fetchall() == [
+        (len(enc.encode_ordinary(text)),)]
+    assert con.execute("SELECT rms_token_estimate('abcdefgh', 4.0)").fetchall() == [(2,)]
+    assert con.execute("SELECT rms_token_count(NULL), rms_token_estimate(NULL)").fetchall() == [
+        (None, None)]
