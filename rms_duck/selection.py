@@ -219,6 +219,8 @@ class Selector:
         ladder = [level for level in available if LEVEL_ORDER.index(level) >= start]
         if self.fmt.text_levels_only and start <= LEVEL_ORDER.index(Level.STRUCTURED):
             ladder = available  # reader shows STRUCTURED-class records as their text
+        if pinned:
+            return ladder  # RFC Priority 1: STRUCTURED, else KEY_VALUE, else REFERENCE
         # RFC section 5: the chosen level, else a bare REFERENCE, else nothing.
         return ladder[:1] + [lv for lv in ladder[1:] if lv is Level.REFERENCE]
 
