@@ -1,9 +1,13 @@
 """Ranking queries from callers: one read-only SELECT, checked with sqlglot, made canonical.
 
-The guard allow-lists the statement kinds it accepts and rejects everything else, including
-what sqlglot parses leniently (CHECKPOINT as a column, SELECT ... INTO as a plain select).
-It also rejects table functions and replacement scans that read files or URLs. Execution
-then runs inside a READ ONLY transaction as a second wall (see duck/storage.py).
+The guard allow-lists what it accepts and rejects everything else: statement kinds (only
+SELECT and set operations), and functions in FROM (only range, generate_series, unnest,
+json_each, json_tree and the rms_* table macros). It also rejects what sqlglot parses
+leniently (CHECKPOINT as a column, SELECT ... INTO as a plain select), quoted file paths and
+URLs in FROM (DuckDB replacement scans), and scalar functions that read files, change state
+or reach secrets. A query in another dialect is transpiled to DuckDB and the result is
+guarded again, since that is what runs. Execution then happens inside a READ ONLY
+transaction as a second wall (api._run_read_only).
 """
 
 from __future__ import annotations
@@ -31,17 +35,22 @@ _FORBIDDEN_NODES = tuple(
         )
     ) if node is not None
 )
+# Scalar functions that read files, touch sequences, variables, secrets or logs, or pack.
 _FILE_FUNCTIONS = re.compile(
     r"^(read_\w+|glob|sniff_csv|parquet_\w+|iceberg_\w+|delta_scan|json_scan\w*|"
-    r"duckdb_secrets|which_secret|getvariable|setvariable|nextval|currval|"
+    r"duckdb_secrets|which_secret|getvariable|setvariable|nextval|currval|setval|setseed|"
+    r"write_log|json_execute_serialized_sql|\w+_external_resource\w*|"
     r"query|query_table|postgres_\w+|sqlite_\w+|mysql_\w+|httpfs\w*|load_\w+|"
     r"install_\w+|pragma_\w+|checkpoint|force_checkpoint|export_\w+|import_\w+|"
-    r"rms_pack_udf|pack_context)$",
+    r"rms_pack_udf|rms_replay_udf|pack_context)$",
     re.IGNORECASE,
 )
+# Functions allowed in FROM / JOIN; everything else there is rejected by default.
+_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "json_each", "json_tree"})
 _PATHLIKE = re.compile(r"[/\\:*?]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|db|duckdb)$",
                        re.IGNORECASE)
-_BARE_WORDS = {"checkpoint", "force", "vacuum", "analyze"}
+_SELECT_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}
+_LEADING_WORD = re.compile(r"^(?:\s+|--[^\n]*\n?|/\*.*?\*/|\()*([A-Za-z_]+)", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,33 +71,29 @@ class CheckedQuery:
 def check_query(sql: str, dialect: str = "duckdb") -> CheckedQuery:
     """Accept exactly one read-only SELECT; return it transpiled to DuckDB.
 
+    Args:
+        sql: the caller's ranking query.
+        dialect: the sqlglot dialect it is written in (postgres, snowflake, bigquery, ...).
+
+    Returns:
+        The DuckDB SQL to run, its canonical text and its literal-free fingerprint.
+
     Raises:
         QueryRejectedError: anything else, with the reason and the fix.
+
+    >>> check_query("select ID from MEM where score > 0.5").canonical
+    'SELECT id FROM mem WHERE score > 0.5'
     """
     if not isinstance(sql, str) or not sql.strip():
-        raise QueryRejectedError(f"ranking query must be one SELECT statement, got {sql!r}")
-    quiet = logging.getLogger("sqlglot")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)  # its "falling back to Command" warnings are ours to report
-    try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except (ParseError, SqlglotError) as exc:
         raise QueryRejectedError(
-            f"ranking query could not be parsed as {dialect} SQL: {str(exc).splitlines()[0]}; "
-            "pass one SELECT (or name its dialect with dialect=...)"
-        ) from None
-    except ValueError as exc:
-        raise QueryRejectedError(f"unknown SQL dialect {dialect!r}: {exc}") from None
-    finally:
-        quiet.setLevel(level)
-    if len(statements) != 1:
-        raise QueryRejectedError(
-            f"ranking query must be exactly one statement, got {len(statements)}; "
-            "remove the extra statements"
-        )
-    tree = statements[0]
+            f"ranking query must be one SELECT statement, got {sql!r}; "
+            "pass for example 'SELECT id, score, content FROM rms_nodes'")
+    tree = _parse_one(sql, dialect)
     _check_tree(tree, sql)
     duck_sql = tree.sql(dialect="duckdb")
+    if dialect != "duckdb":
+        # Transpiled text is new input, not trusted output: guard what will actually run.
+        _check_tree(_parse_one(duck_sql, "duckdb"), sql)
     canonical = normalize_identifiers(tree.copy(), dialect="duckdb").sql(
         dialect="duckdb", comments=False, normalize=True)
     return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect, sqlglot.__version__)
@@ -103,39 +108,90 @@ def fingerprint(tree: exp.Expression) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _parse_one(sql: str, dialect: str) -> exp.Expression:
+    quiet = logging.getLogger("sqlglot")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # its "falling back to Command" warnings are ours to report
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except (ParseError, SqlglotError) as exc:
+        word = _leading_word(sql)
+        if word and word not in _SELECT_WORDS:
+            raise _reject(f"{word} statement", sql) from None
+        raise QueryRejectedError(
+            f"ranking query could not be parsed as {dialect} SQL: {str(exc).splitlines()[0]} "
+            f"in {_show(sql)}; pass one SELECT (or name its dialect with dialect=...)"
+        ) from None
+    except ValueError as exc:
+        raise QueryRejectedError(
+            f"unknown SQL dialect {dialect!r} ({exc}); use a sqlglot dialect name such as "
+            "'duckdb', 'postgres', 'snowflake' or 'bigquery'") from None
+    finally:
+        quiet.setLevel(level)
+    if len(statements) != 1:
+        fix = ("remove the extra statements" if statements
+               else "pass for example 'SELECT id, score, content FROM rms_nodes'")
+        raise QueryRejectedError(
+            f"ranking query must be exactly one statement, got {len(statements)} in "
+            f"{_show(sql)}; {fix}")
+    return statements[0]
+
+
 def _check_tree(tree: exp.Expression, sql: str) -> None:
     if not isinstance(tree, _ROOTS):
-        kind = type(tree).__name__.upper()
-        if isinstance(tree, exp.Column) and tree.name.lower() in _BARE_WORDS:
-            kind = tree.name.upper()
-        raise _reject(f"{kind} statement", sql)
+        raise _reject(f"{_statement_kind(tree, sql)} statement", sql)
     for node in tree.walk():
         if isinstance(node, _FORBIDDEN_NODES):
-            raise _reject(f"{type(node).__name__.upper()} clause", sql)
+            raise _reject(f"{_statement_kind(node, sql)} clause", sql)
         if isinstance(node, exp.Select) and node.args.get("into") is not None:
             raise _reject("SELECT ... INTO", sql)
         if isinstance(node, exp.Table):
             _check_table(node, sql)
         if isinstance(node, exp.Func):
-            name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
-            if _FILE_FUNCTIONS.match(name or "") or type(node).__name__.startswith("Read"):
-                raise _reject(f"the function {name or type(node).__name__}", sql)
+            name = _func_name(node)
+            if _FILE_FUNCTIONS.match(name) or type(node).__name__.startswith("Read"):
+                raise _reject(f"the function {name}", sql)
 
 
 def _check_table(node: exp.Table, sql: str) -> None:
     this = node.this
-    if isinstance(this, exp.Literal) or (isinstance(this, exp.Identifier) and this.quoted
-                                         and _PATHLIKE.search(this.name)):
-        raise _reject(f"a file or URL in FROM ({node.sql()})", sql)
     if isinstance(this, exp.Func):
-        name = this.name if isinstance(this, exp.Anonymous) else this.sql_name()
-        if _FILE_FUNCTIONS.match(name or ""):
-            raise _reject(f"the table function {name}", sql)
+        name = _func_name(this)
+        if name.lower() not in _TABLE_FUNCTIONS and not name.lower().startswith("rms_"):
+            raise _reject(f"the table function {name} (allowed in FROM: "
+                          f"{', '.join(sorted(_TABLE_FUNCTIONS))} and rms_* macros)", sql)
+    elif not isinstance(this, exp.Identifier):
+        raise _reject(f"a file, stage or URL in FROM ({node.sql()})", sql)
+    elif this.quoted and _PATHLIKE.search(this.name):
+        raise _reject(f"a file or URL in FROM ({node.sql()})", sql)
+
+
+def _func_name(node: exp.Func) -> str:
+    name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+    return name or type(node).__name__
+
+
+def _statement_kind(node: exp.Expression, sql: str) -> str:
+    """What to call a rejected statement: sqlglot's node, or the SQL's own first keyword
+    when sqlglot fell back to a Command or mis-parsed a bare word (CHECKPOINT -> Column)."""
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    if isinstance(node, (exp.Column, exp.Alias, exp.Identifier)) or not node.key:
+        return _leading_word(sql) or type(node).__name__.upper()
+    return type(node).__name__.upper()
+
+
+def _leading_word(sql: str) -> str:
+    match = _LEADING_WORD.match(sql)
+    return match.group(1).upper() if match else ""
+
+
+def _show(sql: str) -> str:
+    return repr(sql if len(sql) <= 120 else sql[:117] + "...")
 
 
 def _reject(what: str, sql: str) -> QueryRejectedError:
-    shown = sql if len(sql) <= 120 else sql[:117] + "..."
     return QueryRejectedError(
-        f"ranking query rejected: {what} is not allowed in {shown!r}; "
+        f"ranking query rejected: {what} is not allowed in {_show(sql)}; "
         "pass one read-only SELECT over your tables (no DDL, DML, files, URLs or settings)"
     )

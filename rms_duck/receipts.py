@@ -1,7 +1,9 @@
-"""Receipt bodies: canonical, deterministic JSON that explains every decision of one pack.
+"""Receipts: canonical, deterministic JSON that explains every decision of one pack.
 
 The body holds no clock reading or id, so the same inputs always give the same bytes.
-Storage (duck/storage.py) wraps it with the chain fields and digests the whole.
+Storage (duck/storage.py) adds the chain fields with seal_receipt(), which returns the
+stored text and its sha256. RECEIPT_FIELDS and CANDIDATE_FIELDS document the format; the
+tests hold stored receipts and the README to exactly these names.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
@@ -18,6 +20,45 @@ from .escape import canonical_json, utf8
 from .model import Candidate, Decision
 
 RECEIPT_VERSION = 1
+
+# Every key of a stored receipt (receipt_version 1). The first group is the body that
+# pack_candidates() builds; the second is added when the receipt is stored.
+RECEIPT_FIELDS: dict[str, str] = {
+    "receipt_version": "format version of the receipt (1)",
+    "encoding": "{name, sha256}: the tokenizer and the sha256 of its BPE ranks",
+    "config": "every PackingConfig field, defaults included",
+    "budget": "context budget in tokens, overhead included",
+    "available": "budget minus overhead_tokens",
+    "tokens_used": "exact tokens of the rendered context",
+    "context_sha256": "sha256 of the context's UTF-8 bytes",
+    "flags": "BUDGET_ERROR, BUDGET_OVERFLOW, GUIDANCE_OMITTED",
+    "conflicts": "packed CONTRADICTS pairs, as sorted id pairs",
+    "guidance_shown": "whether the context guidance line was rendered",
+    "metrics": "str_mean, str_p10, budget_efficiency, budget_waste (RFC-0006 section 8)",
+    "candidates": "one entry per candidate, sorted by id (CANDIDATE_FIELDS)",
+    "receipt_id": "UUID of this receipt",
+    "bundle_id": "UUID of the rms_bundles row it explains",
+    "created_at": "ISO-8601 time in UTC (+00:00)",
+    "chain_namespace": "the hash chain it belongs to (a namespace)",
+    "seq": "position in the chain, 1, 2, 3, ... without gaps",
+    "prev_sha256": "receipt_sha256 of the previous receipt in the chain (null for seq 1)",
+    "inputs_sha256": "sha256 of the bundle's stored inputs (the validated candidates)",
+    "query": "{sql, fingerprint, dialect, sqlglot_version} of the ranking query, or null",
+    "session_id": "the caller's session id, or null",
+}
+CANDIDATE_FIELDS: dict[str, str] = {
+    "id": "node id",
+    "score": "composite score in [0, 1]",
+    "content_sha256": "sha256 of the candidate's content",
+    "tier": "RFC section 5 priority tier, 1 (pins and tasks) to 4 (remaining)",
+    "order_key": "sort key inside the tier (\"head\": reserved first by balanced ordering)",
+    "tried": "representations tried, highest fidelity first",
+    "chosen": "representation packed, or null",
+    "tokens": "exact tokens of the record's line (0 when excluded)",
+    "decision": "included or excluded",
+    "reason": "coded reason for an exclusion (BUDGET_EXHAUSTED, DUPLICATE, ...), or null",
+    "position": "0-based line order in the context, or null",
+}
 
 
 def sha256_text(text: str) -> str:
@@ -77,3 +118,25 @@ def inputs_json(candidates: Sequence[Candidate]) -> str:
 
 def encode_receipt(body: dict[str, Any]) -> str:
     return canonical_json(body)
+
+
+def seal_receipt(body: dict[str, Any], *, receipt_id: str, bundle_id: str, created_at: datetime,
+                 chain_namespace: str, seq: int, prev_sha256: str | None, inputs: str,
+                 query: dict[str, Any] | None, session_id: str | None) -> tuple[str, str]:
+    """Add the chain fields to a receipt body; return its canonical text and that text's sha256.
+
+    >>> text, digest = seal_receipt({"receipt_version": 1}, receipt_id="r", bundle_id="b",
+    ...     created_at=datetime(2026, 1, 1, tzinfo=UTC), chain_namespace="", seq=1,
+    ...     prev_sha256=None, inputs="[]", query=None, session_id=None)
+    >>> digest == sha256_text(text)
+    True
+    """
+    receipt = dict(body)
+    receipt.update({
+        "receipt_id": receipt_id, "bundle_id": bundle_id,
+        "created_at": created_at.astimezone(UTC).isoformat(),
+        "chain_namespace": chain_namespace, "seq": seq, "prev_sha256": prev_sha256,
+        "inputs_sha256": sha256_text(inputs), "query": query, "session_id": session_id,
+    })
+    text = canonical_json(receipt)
+    return text, sha256_text(text)

@@ -8,13 +8,16 @@ from .connection import cursor
 
 
 def refresh_token_estimates(con: duckdb.DuckDBPyConnection) -> int:
-    """Fill missing and refresh stale Method 2 estimates; return how many rows changed."""
+    """Fill missing and refresh stale Method 2 estimates; return how many rows changed.
+
+    Calls the UDF directly: TEMP macros are not visible on cursors.
+    """
     cur = cursor(con)
     try:
         cur.execute("BEGIN TRANSACTION")
         changed = cur.execute(
-            "UPDATE rms_nodes SET token_cost_estimate = rms_token_estimate(content) "
-            "WHERE token_cost_estimate IS DISTINCT FROM rms_token_estimate(content)"
+            "UPDATE rms_nodes SET token_cost_estimate = rms_token_estimate_udf(content, NULL) "
+            "WHERE token_cost_estimate IS DISTINCT FROM rms_token_estimate_udf(content, NULL)"
         ).fetchall()[0][0]
         cur.execute("COMMIT")
         return int(changed)

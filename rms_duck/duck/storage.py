@@ -3,29 +3,36 @@
 Each receipt's canonical JSON carries the previous receipt's sha256 in the same chain
 namespace and a sequence number that is UNIQUE per namespace. Two writers that race for
 the same position conflict in DuckDB; the loser rolls back and retries on the new tip.
+
+DuckDB resolves write conflicts optimistically (the loser aborts), so threads of one
+process appending to one chain would mostly abort each other. A process-wide lock queues
+them instead; no other process can open the same database file for writing, so the lock
+plus UNIQUE (chain_namespace, seq) covers every writer. The lock is held only for the few
+statements of one store, which never wait on anything.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from ..bundle import MemoryBundle
-from ..escape import canonical_json, utf8
+from ..errors import ReceiptError
 from ..model import Candidate
-from ..receipts import RECEIPT_VERSION, inputs_json
+from ..receipts import RECEIPT_VERSION, inputs_json, seal_receipt
 from .connection import cursor
 
 _RETRIES = 200
 _RETRYABLE = (duckdb.TransactionException, duckdb.ConstraintException)
+_APPEND_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,24 +55,33 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
                  candidates: Sequence[Candidate], *, namespace: str | None = None,
                  session_id: str | None = None, query: dict[str, Any] | None = None,
                  now: datetime | None = None) -> Stored:
-    """Insert the bundle row and its receipt in one transaction; retry on write conflicts."""
+    """Insert the bundle row and its receipt in one transaction; retry on write conflicts.
+
+    Raises:
+        ReceiptError: other writers won the race for the chain's next seq every time.
+    """
     chain = chain_namespace(candidates, namespace)
     inputs = inputs_json(candidates)
     body = json.loads(bundle.receipt)
     cur = cursor(con)
     try:
         for attempt in range(_RETRIES):
-            created = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+            created = (now or datetime.now(UTC)).astimezone(UTC)
             try:
-                return _store_once(cur, bundle, body, inputs, chain, session_id, query, created)
-            except _RETRYABLE:
+                with _APPEND_LOCK:
+                    return _store_once(cur, bundle, body, inputs, chain, session_id, query,
+                                       created)
+            except _RETRYABLE as exc:
                 _rollback(cur)
+                conflict = exc
                 time.sleep(min(0.001 * (attempt + 1), 0.05))
             except BaseException:
                 _rollback(cur)
                 raise
-        raise duckdb.TransactionException(
-            f"could not append to receipt chain {chain!r} after {_RETRIES} attempts")
+        raise ReceiptError(
+            f"could not append a receipt to chain_namespace {chain!r} after {_RETRIES} "
+            f"attempts (last conflict: {str(conflict).splitlines()[0]}); nothing was stored: "
+            "retry the pack, or write from fewer connections at once") from conflict
     finally:
         cur.close()
 
@@ -75,19 +91,14 @@ def _store_once(cur, bundle: MemoryBundle, body: dict[str, Any], inputs: str, ch
                 created: datetime) -> Stored:
     bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
     cur.execute("BEGIN TRANSACTION")
-    tip = cur.execute(
-        "SELECT seq, receipt_sha256 FROM rms_receipts WHERE chain_namespace = ? "
-        "ORDER BY seq DESC LIMIT 1", [chain]).fetchall()
-    seq, prev = (tip[0][0] + 1, tip[0][1]) if tip else (1, None)
-    receipt = dict(body)
-    receipt.update({
-        "receipt_id": receipt_id, "bundle_id": bundle_id, "created_at": created.isoformat(),
-        "chain_namespace": chain, "seq": seq, "prev_sha256": prev,
-        "inputs_sha256": hashlib.sha256(utf8(inputs)).hexdigest(),
-        "query": query, "session_id": session_id,
-    })
-    text = canonical_json(receipt)
-    digest = hashlib.sha256(utf8(text)).hexdigest()
+    last, prev = cur.execute(
+        "SELECT max(seq), arg_max(receipt_sha256, seq) FROM rms_receipts "
+        "WHERE chain_namespace = ?", [chain]).fetchall()[0]
+    seq = (last or 0) + 1
+    text, digest = seal_receipt(
+        body, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
+        chain_namespace=chain, seq=seq, prev_sha256=prev, inputs=inputs, query=query,
+        session_id=session_id)
     m = bundle.metrics
     cur.execute(
         "INSERT INTO rms_bundles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

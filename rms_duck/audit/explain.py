@@ -1,0 +1,38 @@
+"""explain(): why each candidate of a stored receipt was packed or dropped.
+
+Reads the rms_receipt_decisions view, the same rows as SQL's
+`SELECT * FROM rms_receipt_candidates(<receipt id>)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from ..duck.connection import cursor
+from .ids import resolve_receipt_id
+
+
+def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str, Any]]:
+    """One dict per candidate: score, tier, order_key, tried, chosen, tokens, decision, reason.
+
+    Args:
+        con: a connection from rms_duck.connect().
+        receipt_id: a receipt id or bundle id.
+
+    Returns:
+        Packed candidates first in context order, then the excluded ones by tier and key.
+
+    Raises:
+        ReceiptError: the id is not a UUID or names no stored receipt.
+    """
+    cur = cursor(con)
+    try:
+        rid = resolve_receipt_id(cur, receipt_id)
+        return cur.sql(
+            "SELECT * FROM rms_receipt_decisions WHERE receipt_id = ? "
+            "ORDER BY position NULLS LAST, tier NULLS LAST, order_key DESC NULLS LAST, node_id",
+            params=[rid]).to_arrow_table().to_pylist()
+    finally:
+        cur.close()

@@ -1,0 +1,55 @@
+"""Re-pack a receipt's recorded inputs with its recorded budget and config.
+
+Pure: no DuckDB, no clock. replay.py and the rms_replay() SQL macro (through a UDF) both
+call it, so Python and SQL replays cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..bundle import MemoryBundle
+from ..errors import ReceiptError
+from ..packing import pack_candidates
+
+
+def repack(inputs: str, *, budget: object, config: Mapping[str, Any] | str | None) -> MemoryBundle:
+    """Pack the stored inputs (rms_bundles.inputs) again.
+
+    Args:
+        inputs: canonical JSON list of the validated candidates, as stored.
+        budget: the receipt's budget.
+        config: the receipt's config (dict or JSON text).
+
+    Returns:
+        The re-packed bundle; identical inputs give an identical context.
+
+    Raises:
+        ReceiptError: the inputs are not a JSON list or the receipt has no budget.
+        CandidateError, ConfigError: a recorded candidate or setting no longer validates.
+
+    >>> repack('[{"id": "n1", "score": 0.5, "content": "hello"}]', budget=200,
+    ...        config=None).tokens_used > 0
+    True
+    """
+    try:
+        rows = json.loads(inputs)
+    except (TypeError, ValueError) as exc:
+        raise ReceiptError(
+            f"stored inputs are not valid JSON ({exc}): {_clip(inputs)!r}; the bundle row was "
+            "edited after it was written: restore it from a backup") from None
+    if not isinstance(rows, list):
+        raise ReceiptError(
+            f"stored inputs must be a JSON list of candidates, got {_clip(inputs)!r}; "
+            "restore the bundle row from a backup")
+    if budget is None:
+        raise ReceiptError("the receipt has no 'budget' field, got None; it cannot be replayed "
+                           "(restore the receipt from a backup)")
+    return pack_candidates(rows, budget=budget, config=config)
+
+
+def _clip(text: object, limit: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,118 @@
+"""replay(): re-pack a stored receipt's recorded candidates and compare the bytes.
+
+The bundle row keeps the validated candidates (`inputs`) and the receipt keeps their
+sha256, the budget and the full config, so a replay needs nothing else. It also reports
+which candidates' nodes have changed since (their rms_nodes.content no longer hashes to
+the content_sha256 the receipt recorded): re-running the ranking query would not give
+the same bundle, even though the recorded inputs still do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from ..bundle import MemoryBundle
+from ..duck.connection import cursor
+from ..encodings import encoding_source
+from ..errors import ReceiptError
+from ..receipts import sha256_text
+from .ids import resolve_receipt_id
+from .repack import repack
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayResult:
+    """The outcome of one replay; `identical` is the promise that matters."""
+
+    receipt_id: str
+    bundle_id: str
+    recorded_sha256: str
+    replayed_sha256: str
+    same_decisions: bool
+    changed_nodes: tuple[str, ...]
+    missing_nodes: tuple[str, ...]
+    encoding_changed: bool
+    bundle: MemoryBundle
+
+    @property
+    def identical(self) -> bool:
+        """True when the re-packed context has exactly the recorded bytes."""
+        return self.replayed_sha256 == self.recorded_sha256
+
+
+def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
+    """Re-pack a receipt's recorded candidates with its budget and config.
+
+    Args:
+        con: a connection from rms_duck.connect().
+        receipt_id: the receipt id (or its bundle id).
+
+    Returns:
+        A ReplayResult: identical bytes or not, plus nodes changed since (changed_nodes)
+        and candidate ids with no rms_nodes row (missing_nodes: deleted, or never nodes).
+
+    Raises:
+        ReceiptError: unknown id, a malformed receipt, a missing bundle, or stored inputs
+            that no longer match the receipt's inputs_sha256.
+    """
+    cur = cursor(con)
+    try:
+        rid = resolve_receipt_id(cur, receipt_id)
+        body, bundle_id, inputs = _load(cur, rid)
+        recorded = _current_hashes(cur, [c.get("id") for c in body.get("candidates") or []])
+    finally:
+        cur.close()
+    bundle = repack(inputs, budget=body.get("budget"), config=body.get("config"))
+    candidates = body.get("candidates") or []
+    changed = tuple(sorted(c["id"] for c in candidates
+                           if c["id"] in recorded and recorded[c["id"]] != c["content_sha256"]))
+    missing = tuple(sorted(c["id"] for c in candidates if c["id"] not in recorded))
+    encoding = body.get("encoding") or {}
+    return ReplayResult(
+        receipt_id=rid, bundle_id=bundle_id, recorded_sha256=body.get("context_sha256"),
+        replayed_sha256=bundle.context_sha256,
+        same_decisions=json.loads(bundle.receipt)["candidates"] == candidates,
+        changed_nodes=changed, missing_nodes=missing,
+        encoding_changed=encoding.get("sha256") != encoding_source(bundle.config.encoding).sha256,
+        bundle=bundle)
+
+
+def _load(cur: duckdb.DuckDBPyConnection, rid: str) -> tuple[dict[str, Any], str, str]:
+    receipt, bundle_id, inputs = cur.execute(
+        "SELECT r.receipt, CAST(r.bundle_id AS VARCHAR), CAST(b.inputs AS VARCHAR) "
+        "FROM rms_receipts AS r LEFT JOIN rms_bundles AS b ON b.bundle_id = r.bundle_id "
+        "WHERE r.receipt_id = ?", [rid]).fetchall()[0]
+    try:
+        body = json.loads(receipt)
+    except ValueError as exc:
+        raise ReceiptError(
+            f"receipt {rid!r} is not valid JSON ({exc.msg} at position {exc.pos}); it was "
+            "edited after it was written: run rms_duck.verify_receipts(con) and restore it"
+        ) from None
+    if not isinstance(body, dict):
+        raise ReceiptError(f"receipt {rid!r} must be a JSON object, got {receipt[:60]!r}; "
+                           "restore it from a backup")
+    if inputs is None:
+        raise ReceiptError(
+            f"receipt {rid!r} has no bundle: bundle_id {bundle_id!r} is not in rms_bundles, so "
+            "its inputs are gone; restore the bundle row from a backup")
+    if sha256_text(inputs) != body.get("inputs_sha256"):
+        raise ReceiptError(
+            f"stored inputs of bundle {bundle_id!r} hash to {sha256_text(inputs)!r} but the "
+            f"receipt records inputs_sha256 {body.get('inputs_sha256')!r}; the inputs were "
+            "edited, so a replay would prove nothing: restore the bundle row from a backup")
+    return body, bundle_id, inputs
+
+
+def _current_hashes(cur: duckdb.DuckDBPyConnection, ids: list[Any]) -> dict[str, str]:
+    """sha256 of the current rms_nodes.content for each candidate id that is a node."""
+    rows = cur.execute(
+        "SELECT CAST(id AS VARCHAR), sha256(content) FROM rms_nodes "
+        "WHERE CAST(id AS VARCHAR) IN (SELECT unnest(CAST(? AS VARCHAR[])))",
+        [[str(i) for i in ids]]).fetchall()
+    return dict(rows)
+

@@ -1,0 +1,156 @@
+"""The `rms-duck audit` report: bundles, flags, exclusions, query shapes, session metrics
+and verification, gathered from the audit views into one value, then formatted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+
+from ..duck.connection import cursor
+from ..errors import RmsError
+from .replay import replay
+from .verify import ReceiptProblem, verify_receipts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replayed:
+    receipt_id: str
+    identical: bool
+    changed_nodes: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditSummary:
+    bundles: int
+    sessions: int
+    tokens_used: int
+    budget: int
+    chains: dict[str, int]
+    flags: dict[str, int]
+    exclusions: dict[str, int]
+    query_shapes: list[dict[str, Any]]
+    session_metrics: list[dict[str, Any]]
+    problems: list[ReceiptProblem]
+    replays: list[Replayed] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Verification passed and every replay (when run) reproduced its bytes."""
+        return not self.problems and all(r.identical for r in self.replays or [])
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ok"] = self.ok
+        return out
+
+
+def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False) -> AuditSummary:
+    """Collect the audit report from the rms views (read-only)."""
+    cur = cursor(con)
+    try:
+        bundles, sessions, used, budget = cur.execute(
+            "SELECT count(*), count(DISTINCT session_id), coalesce(sum(tokens_used), 0), "
+            "coalesce(sum(budget), 0) FROM rms_bundles").fetchall()[0]
+        chains = _counts(cur, "SELECT chain_namespace, count(*) FROM rms_receipts "
+                              "GROUP BY ALL ORDER BY 1")
+        flags = _counts(cur, "SELECT flag, count(*) FROM (SELECT unnest(flags) AS flag "
+                             "FROM rms_bundles) GROUP BY ALL ORDER BY 2 DESC, 1")
+        exclusions = _counts(cur, "SELECT reason, count(*) FROM rms_receipt_decisions "
+                                  "WHERE decision = 'excluded' GROUP BY ALL ORDER BY 2 DESC, 1")
+        shapes = _rows(cur, "SELECT * FROM rms_query_shapes ORDER BY bundles DESC, fingerprint")
+        metrics = _rows(cur, "SELECT * FROM rms_session_metrics ORDER BY first_at, session_id")
+        ids = [r[0] for r in cur.execute("SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts "
+                                         "ORDER BY chain_namespace, seq").fetchall()]
+    finally:
+        cur.close()
+    problems = verify_receipts(con)
+    replays = None
+    if with_replay:
+        replays = []
+        for rid in ids:
+            try:
+                result = replay(con, rid)
+            except RmsError as exc:  # report it with the others instead of stopping
+                replays.append(Replayed(receipt_id=rid, identical=False, error=str(exc)))
+                continue
+            replays.append(Replayed(receipt_id=rid, identical=result.identical,
+                                    changed_nodes=result.changed_nodes))
+    return AuditSummary(bundles=bundles, sessions=sessions, tokens_used=int(used),
+                        budget=int(budget), chains=chains, flags=flags, exclusions=exclusions,
+                        query_shapes=shapes, session_metrics=metrics, problems=problems,
+                        replays=replays)
+
+
+def format_summary(summary: AuditSummary, *, database: str) -> str:
+    """The human-readable report printed by `rms-duck audit`."""
+    s = summary
+    chains = ", ".join(f"{name or '(none)'} {n}" for name, n in s.chains.items()) or "none"
+    lines = [
+        f"database    {database}",
+        (f"bundles     {s.bundles} ({s.tokens_used:,} tokens used of {s.budget:,} budgeted); "
+         f"{s.sessions} session(s); receipt chains: {chains}"),
+        f"flags       {_pairs(s.flags)}",
+        f"exclusions  {_pairs(s.exclusions)}",
+        "queries     " + ("\n            ".join(_shape(q) for q in s.query_shapes) or "none"),
+        "sessions    " + ("\n            ".join(_session_table(s.session_metrics)) or "none"),
+    ]
+    if s.problems:
+        lines.append(f"verify      FAILED: {len(s.problems)} problem(s)")
+        lines += [f"  {problem}" for problem in s.problems]
+    else:
+        receipts = sum(s.chains.values())
+        lines.append(f"verify      OK: {receipts} receipt(s) in {len(s.chains)} chain(s); "
+                     "digests, links and bundle bindings all check out")
+    if s.replays is not None:
+        bad = [r for r in s.replays if not r.identical]
+        changed = sum(1 for r in s.replays if r.changed_nodes)
+        verdict = "OK" if not bad else f"FAILED ({len(bad)} differ)"
+        lines.append(f"replay      {verdict}: {len(s.replays) - len(bad)} of {len(s.replays)} "
+                     f"receipt(s) reproduce their bytes; {changed} with nodes changed since")
+        lines += [f"  DIFFERS {r.receipt_id}" + (f": {r.error}" if r.error else "")
+                  for r in bad]
+    return "\n".join(lines)
+
+
+_SESSION_COLUMNS = (
+    ("session", "session_id", "{}"), ("bundles", "bundles", "{}"),
+    ("STR mean", "session_str_mean", "{:.4g}"), ("STR p10", "session_str_p10", "{:.4g}"),
+    ("efficiency", "budget_efficiency", "{:.3f}"), ("waste", "budget_waste", "{:.3f}"),
+    ("STR trend", "str_mean_trend", "{:+.3g}"), ("waste trend", "budget_waste_trend", "{:+.3g}"),
+)
+
+
+def _session_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    table = [[title for title, _, _ in _SESSION_COLUMNS]]
+    for row in rows:
+        table.append([("-" if row[key] is None else fmt.format(row[key]))
+                      for _, key, fmt in _SESSION_COLUMNS])
+    widths = [max(len(r[i]) for r in table) for i in range(len(_SESSION_COLUMNS))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                      for i, (cell, w) in enumerate(zip(r, widths))).rstrip() for r in table]
+
+
+def _shape(q: dict[str, Any]) -> str:
+    if q["fingerprint"] is None:
+        return f"(no query: Arrow input)  {q['bundles']} bundle(s)"
+    sql = q["first_sql"] or ""
+    sql = sql if len(sql) <= 60 else sql[:57] + "..."
+    return f"{q['fingerprint'][:12]}  {q['bundles']} bundle(s)  {sql}"
+
+
+def _pairs(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items()) or "none"
+
+
+def _counts(cur: duckdb.DuckDBPyConnection, sql: str) -> dict[str, int]:
+    return {name: n for name, n in cur.execute(sql).fetchall()}
+
+
+def _rows(cur: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    return cur.sql(sql).to_arrow_table().to_pylist()
