@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from .api import pack as pack
+from .audit.replay import replay as replay
+from .audit.verify import verify_receipts as verify_receipts
 from .bundle import MemoryBundle as MemoryBundle
 from .config import PackingConfig as PackingConfig
+from .costcache import refresh_line_costs as refresh_line_costs
 from .duck import connect as connect, register as register
 from .duck.organiser import refresh_token_estimates as refresh_token_estimates
 from .encodings import register_bpe_file as register_bpe_file
@@ -16,5 +19,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MemoryBundle", "PackingConfig", "RmsError", "connect", "count_tokens", "pack",
-    "pack_candidates", "refresh_token_estimates", "register", "register_bpe_file", "__version__",
+    "pack_candidates", "refresh_line_costs", "refresh_token_estimates", "register", "register_bpe_file", "replay",
+    "verify_receipts", "__version__",
 ]

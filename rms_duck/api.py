@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -12,6 +13,7 @@ import pyarrow as pa
 from .bundle import MemoryBundle
 from .candidates import to_candidates
 from .config import PackingConfig, parse_config
+from .costcache import persist_counter, primed_counter
 from .errors import CandidateError
 from .packing import pack_candidates
 from .query import check_query
@@ -53,18 +55,36 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
             f"candidates must be a ranking query string or a pyarrow Table, got "
             f"{type(candidates).__name__}; use pa.Table.from_pylist(rows) for Python rows")
     validated = to_candidates(rows)
-    bundle = pack_candidates(validated, budget=budget, config=config)
+    # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing.
+    counter = primed_counter(con, validated, config, budget)
+    bundle = pack_candidates(validated, budget=budget, config=config, counter=counter)
     if not store:
         return bundle
     stored = store_bundle(con, bundle, validated, namespace=namespace, session_id=session_id,
                           query=query)
+    if counter is not None:
+        _persist_costs(con, counter)
     return replace(bundle, receipt_id=stored.receipt_id)
+
+
+def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any) -> None:
+    """Save the line costs this pack counted. The bundle and receipt are committed already
+    and rms_line_costs is only a cache, so losing a race for the same line to a concurrent
+    writer (a duplicate-key or write-write conflict) must not fail the pack."""
+    try:
+        persist_counter(con, counter)
+    except (duckdb.TransactionException, duckdb.ConstraintException):
+        pass
+
+
+_RMS_CALL = re.compile(r"\brms_\w+\s*\(", re.IGNORECASE)
 
 
 def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
                    params: Sequence[Any] | None) -> list[dict[str, Any]]:
     """Run the guarded query inside a READ ONLY transaction: the engine's own second wall."""
-    cur = cursor(con)
+    # A cursor does not see the connection's TEMP macros; create them when the query calls one.
+    cur = cursor(con, macros=bool(_RMS_CALL.search(sql)))
     try:
         cur.execute("BEGIN TRANSACTION READ ONLY")
         try:

@@ -10,9 +10,11 @@ import decimal
 import json
 import math
 import numbers
+import re
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime
+from dataclasses import fields
+from datetime import UTC, date, datetime
 from enum import Enum
 from typing import Any
 
@@ -38,51 +40,80 @@ def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate]) -> list[Candida
 
 def to_candidate(row: Mapping[str, Any], index: int = 0) -> Candidate:
     """Validate one row. Unknown keys are ignored; NULL optional fields take defaults."""
-    if not isinstance(row, Mapping):
+    if type(row) is not dict and not isinstance(row, Mapping):
         raise CandidateError(
             f"candidate #{index} must be a record (STRUCT or dict), got {row!r}; "
             "build it with {'id': ..., 'score': ..., 'content': ...}"
         )
-    where = _Where(index, row.get("id"))
+    get = row.get
+    where = _Where(index, get("id"))
+    score = get("score")
+    content = get("content")
     values: dict[str, Any] = {
-        "id": _node_id(where, "id", row.get("id"), required=True),
-        "score": _unit(where, "score", row.get("score"), required=True),
-        "content": _content(where, row.get("content")),
+        "id": _node_id(where, "id", get("id"), required=True),
+        # Fast paths for the common, already-valid types; anything else takes the full check.
+        "score": score if type(score) is float and 0.0 <= score <= 1.0
+        else _unit(where, "score", score, required=True),
+        "content": content if type(content) is str else _content(where, content),
     }
     for name, enum_type in _ENUMS.items():
-        if row.get(name) is not None:
-            values[name] = _enum(where, name, row[name], enum_type)
+        value = get(name)
+        if value is not None:
+            member = _ENUM_VALUES[name].get(value) if type(value) is str else None
+            values[name] = member if member is not None else _enum(where, name, value, enum_type)
     for name in _TIMES:
-        if row.get(name) is not None:
-            values[name] = _instant(where, name, row[name])
+        value = get(name)
+        if value is not None:
+            values[name] = (value if type(value) is datetime and value.tzinfo is UTC
+                            else _instant(where, name, value))
     for name in _TEXTS:
-        if row.get(name) is not None:
+        if get(name) is not None:
             values[name] = str(row[name])
     for name in _ID_LISTS:
-        if row.get(name) is not None:
+        if get(name) is not None:
             values[name] = tuple(_node_id(where, name, v) for v in _sequence(where, name, row[name]))
     for name in ("salience", "confidence"):
-        if row.get(name) is not None:
-            values[name] = _unit(where, name, row[name])
-    paths = row.get("paths")
+        value = get(name)
+        if value is not None:
+            values[name] = (value if type(value) is float and 0.0 <= value <= 1.0
+                            else _unit(where, name, value))
+    paths = get("paths")
     if paths is not None:
-        values["paths"] = tuple(str(p) for p in _sequence(where, "paths", paths))
-    values["path_count"] = _path_count(where, row.get("path_count"), values.get("paths", ()))
-    if row.get("pinned") is not None:
+        values["paths"] = tuple([str(p) for p in _sequence(where, "paths", paths)])
+    values["path_count"] = _path_count(where, get("path_count"), values.get("paths", ()))
+    if get("pinned") is not None:
         values["pinned"] = _flag(where, "pinned", row["pinned"])
-    if row.get("superseded_by") is not None:
+    if get("superseded_by") is not None:
         values["superseded_by"] = _node_id(where, "superseded_by", row["superseded_by"])
-    if row.get("speaker") is not None:
+    if get("speaker") is not None:
         speaker = str(row["speaker"]).strip()
         values["speaker"] = speaker or None
-    if row.get("prose") is not None:
+    if get("prose") is not None:
         values["prose"] = _text(where, "prose", row["prose"])
-    if row.get("structured_value") is not None:
+    if get("structured_value") is not None:
         values["structured_value"] = _structured(where, row["structured_value"])
     for name in ("session_position", "token_cost_estimate"):
-        if row.get(name) is not None:
+        if get(name) is not None:
             values[name] = _whole(where, name, row[name])
-    return Candidate(**values)
+    return _new_candidate(values)
+
+
+def _new_candidate(values: dict[str, Any]) -> Candidate:
+    """Candidate(**values), without the frozen dataclass's per-field __setattr__ detour.
+
+    Candidate has no __post_init__; every value here was validated above. The slot
+    descriptors set the same fields the generated __init__ would (tests compare both).
+    """
+    obj = _NEW(Candidate)
+    for name, default, setter in _SLOTS:
+        setter(obj, values.get(name, default))
+    return obj
+
+
+_NEW = object.__new__
+_SLOTS = tuple((f.name, f.default, getattr(Candidate, f.name).__set__) for f in fields(Candidate))
+_ENUM_VALUES = {name: {m.value: m for m in enum_type} for name, enum_type in _ENUMS.items()}
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class _Where:
@@ -104,6 +135,9 @@ def _show(value: object) -> str:
 
 
 def _node_id(where: _Where, field: str, value: object, required: bool = False) -> str:
+    if type(value) is str and (_CANONICAL_UUID.fullmatch(value) or (
+            len(value) != 36 and value[:1].strip() and value[-1:].strip())):
+        return value  # already canonical: no padding, and not a UUID spelled another way
     if value is None or (isinstance(value, str) and not value.strip()):
         raise where.fail(field, value, "is required and must be a non-empty id",
                          "give every candidate its node id (VARCHAR or UUID)")
@@ -154,8 +188,17 @@ def _enum(where: _Where, field: str, value: object, enum_type: type[Enum]) -> An
         return enum_type(text)
     except ValueError:
         names = [member.value for member in enum_type]
-        raise where.fail(field, value, f"must be one of {', '.join(names)}",
-                         f"use a known value.{did_you_mean(text, names)}") from None
+        # RFC words that are not values here: spelling-closeness would suggest the wrong one
+        # ('active' -> 'archived'), so say what they mean instead.
+        fix = _MEANINGS.get((field, text)) or f"use a known value.{did_you_mean(text, names)}"
+        raise where.fail(field, value, f"must be one of {', '.join(names)}", fix) from None
+
+
+_MEANINGS = {
+    ("lifecycle_state", "active"):
+        "an ACTIVE task (RFC-0006) is one whose lifecycle_state is 'tentative' or 'stable'; "
+        "use 'stable'",
+}
 
 
 def _instant(where: _Where, field: str, value: object) -> datetime:
@@ -173,6 +216,8 @@ def _instant(where: _Where, field: str, value: object) -> datetime:
 
 
 def _sequence(where: _Where, field: str, value: object) -> list[Any]:
+    if type(value) is list or type(value) is tuple:
+        return [v for v in value if v is not None]
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise where.fail(field, value, "must be a list", "pass a VARCHAR[] list")
     return [v for v in value if v is not None]

@@ -6,10 +6,14 @@ piece span a line boundary: a newline always ends the piece it is in, and a piec
 starts with a newline joined to the next line's first character. So the context's count is
 exactly the sum of count(line + "\\n") over its lines. The packer relies on that sum and
 still verifies the whole output once at the end.
+
+The cache maps (encoding name, exact line text) to the line's cost, so it cannot go stale:
+a changed byte is a different key. costcache.py persists the same costs in DuckDB.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable
 
@@ -18,6 +22,11 @@ from .encodings import get_encoding
 _CACHE_LIMIT = 1_000_000
 _CACHES: dict[str, dict[str, int]] = {}
 _CACHES_LOCK = threading.Lock()
+_MAX_TOKEN_BYTES: dict[str, int] = {}
+
+# Characters str.split() treats as whitespace but a rendered line does not: JSON-string
+# escaping turns them into visible escapes (\t, \n, \u2028, ...), so they separate nothing.
+_ESCAPED_SPACE = re.compile("[\t-\r\x1c-\x1f\x85\u2028\u2029]")
 
 
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
@@ -29,18 +38,46 @@ def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
+def max_token_bytes(encoding: str) -> int:
+    """The longest token of the vocabulary in bytes (computed once per process)."""
+    longest = _MAX_TOKEN_BYTES.get(encoding)
+    if longest is None:
+        longest = max(map(len, get_encoding(encoding).token_byte_values()))
+        _MAX_TOKEN_BYTES[encoding] = longest
+    return longest
+
+
+def word_runs(text: str) -> int:
+    """Runs of non-space characters that stay apart once `text` is JSON-escaped onto a line.
+
+    Every pre-tokenizer piece of the GPT encodings holds at most one such run (a piece is
+    spaces, or an optional space and one run), so a line holding `text` costs at least this
+    many tokens.
+
+    >>> word_runs("two words")
+    2
+    >>> word_runs("one\\tescaped")
+    1
+    """
+    if _ESCAPED_SPACE.search(text):
+        text = _ESCAPED_SPACE.sub("x", text)
+    return len(text.split())
+
+
 class LineCounter:
     """Counts context lines exactly, caching each line's cost process-wide per encoding."""
 
-    def __init__(self, encoding: str = "cl100k_base") -> None:
+    def __init__(self, encoding: str = "cl100k_base", *, record: bool = False) -> None:
         enc = get_encoding(encoding)
         self.encoding = encoding
         self._encode = enc.encode_ordinary
         # The longest token in the vocabulary bounds how many characters one token covers.
-        self.max_token_chars = max(len(token) for token in enc.token_byte_values())
+        self.max_token_chars = max_token_bytes(encoding)
         with _CACHES_LOCK:
             self._cache = _CACHES.setdefault(encoding, {})
         self.misses = 0
+        # With record=True, the lines this counter tokenized, for costcache to persist.
+        self._fresh: dict[str, int] | None = {} if record else None
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -52,19 +89,40 @@ class LineCounter:
             cost = len(self._encode(line + "\n"))
             self.misses += 1
             self._remember(line, cost)
+            if self._fresh is not None:
+                self._fresh[line] = cost
         return cost
 
     def cached_cost(self, line: str) -> int | None:
         return self._cache.get(line)
 
-    def lower_bound(self, line: str) -> int:
-        """A cheap floor on line_cost(line): no token spans more than max_token_chars bytes."""
-        return -(-(len(line) + 1) // self.max_token_chars)
+    def lower_bound(self, text: str) -> int:
+        """A cheap floor on the cost of any line that shows `text` as a JSON string.
 
-    def prime(self, costs: Iterable[tuple[str, int]]) -> None:
-        """Load known line costs (for example persisted ones) into the cache."""
+        No token spans more than max_token_chars bytes, and no token spans two word runs.
+        """
+        by_length = -(-(len(text) + 1) // self.max_token_chars)
+        return max(by_length, word_runs(text))
+
+    def unseen(self, lines: Iterable[str]) -> list[str]:
+        """The distinct lines among `lines` whose cost is not cached yet, in first-seen order."""
+        cache = self._cache
+        return list(dict.fromkeys(line for line in lines if line not in cache))
+
+    def prime(self, costs: Iterable[tuple[str, int]], *, fresh: bool = False) -> None:
+        """Load known line costs into the cache; fresh=True marks them as just tokenized
+        (bulk costing), not loaded from storage."""
         for line, cost in costs:
             self._remember(line, cost)
+            if fresh and self._fresh is not None:
+                self._fresh[line] = cost
+
+    def take_fresh(self) -> dict[str, int]:
+        """The lines tokenized since the last call, with their costs (record=True only)."""
+        fresh = self._fresh or {}
+        if self._fresh is not None:
+            self._fresh = {}
+        return fresh
 
     def _remember(self, line: str, cost: int) -> None:
         cache = self._cache

@@ -42,6 +42,10 @@ CREATE TABLE IF NOT EXISTS rms_nodes (
     token_cost_estimate INTEGER
 );
 
+-- rms_nodes.embedding: an optional vector per node, filled by the caller; the VECTOR path
+-- of rms_candidates() compares it with the query embedding (list_cosine_similarity)
+ALTER TABLE rms_nodes ADD COLUMN IF NOT EXISTS embedding FLOAT[];
+
 -- rms_edges: typed links between nodes
 CREATE TABLE IF NOT EXISTS rms_edges (
     source_id   UUID NOT NULL,
@@ -90,12 +94,239 @@ CREATE TABLE IF NOT EXISTS rms_receipts (
     UNIQUE (chain_namespace, seq)
 );
 
+-- rms_receipt_decisions: one row per candidate of every receipt: why it was packed or dropped
+-- (order_key 'inf' marks the candidate the balanced ordering reserves first; str is NULL
+-- for excluded candidates). Plain SQL over rms_receipts, so any DuckDB client can read it.
+CREATE VIEW IF NOT EXISTS rms_receipt_decisions AS
+WITH parsed AS (
+    SELECT r.receipt_id, r.bundle_id, r.chain_namespace, r.seq, r.created_at,
+           CASE WHEN json_valid(r.receipt)
+                THEN json_extract_string(r.receipt, '$.session_id') END AS session_id,
+           CASE WHEN json_valid(r.receipt)
+                THEN from_json(json_extract(r.receipt, '$.candidates'),
+                     '[{"id": "VARCHAR", "score": "DOUBLE", "content_sha256": "VARCHAR",
+                        "tier": "INTEGER", "order_key": "JSON", "tried": ["VARCHAR"],
+                        "chosen": "VARCHAR", "tokens": "INTEGER", "decision": "VARCHAR",
+                        "reason": "VARCHAR", "position": "INTEGER"}]') END AS candidates
+    FROM rms_receipts AS r
+),
+items AS (
+    SELECT p.* EXCLUDE (candidates), unnest(p.candidates) AS c FROM parsed AS p
+)
+SELECT receipt_id, bundle_id, chain_namespace, seq, created_at, session_id,
+       struct_extract(c, 'id') AS node_id,
+       struct_extract(c, 'score') AS score,
+       struct_extract(c, 'tier') AS tier,
+       CASE WHEN json_type(struct_extract(c, 'order_key')) = 'VARCHAR' THEN 'inf'::DOUBLE
+            ELSE TRY_CAST(struct_extract(c, 'order_key') AS DOUBLE) END AS order_key,
+       struct_extract(c, 'tried') AS tried,
+       struct_extract(c, 'chosen') AS chosen,
+       struct_extract(c, 'tokens') AS tokens,
+       struct_extract(c, 'decision') AS decision,
+       struct_extract(c, 'reason') AS reason,
+       struct_extract(c, 'position') AS position,
+       CASE WHEN struct_extract(c, 'decision') = 'included'
+            THEN struct_extract(c, 'score') / greatest(struct_extract(c, 'tokens'), 1) END AS str,
+       struct_extract(c, 'content_sha256') AS content_sha256
+FROM items;
+
+-- rms_receipt_problems: every way the stored receipts fail to verify (no rows: all is well).
+-- Checks each digest (sha256 of the receipt text), the columns against the digested body,
+-- the chain (seq 1, 2, 3 ... and prev_sha256 = sha256 of the previous receipt's text) and
+-- the bundle binding (context and inputs digests, a bundle for every receipt and back).
+CREATE VIEW IF NOT EXISTS rms_receipt_problems AS
+WITH hashed AS (
+    SELECT r.*, sha256(r.receipt) AS actual_sha256, json_valid(r.receipt) AS is_json
+    FROM rms_receipts AS r
+),
+linked AS (
+    SELECT h.*, lag(h.seq) OVER chain AS prior_seq, lag(h.actual_sha256) OVER chain AS prior_sha256,
+           CASE WHEN h.is_json THEN h.receipt END AS j
+    FROM hashed AS h
+    WINDOW chain AS (PARTITION BY h.chain_namespace ORDER BY h.seq)
+),
+fields AS (
+    SELECT l.chain_namespace, l.seq, l.receipt_id, l.bundle_id, unnest([
+        {'field': 'receipt_id', 'stored': CAST(l.receipt_id AS VARCHAR),
+         'recorded': json_extract_string(l.j, '$.receipt_id')},
+        {'field': 'bundle_id', 'stored': CAST(l.bundle_id AS VARCHAR),
+         'recorded': json_extract_string(l.j, '$.bundle_id')},
+        {'field': 'chain_namespace', 'stored': l.chain_namespace,
+         'recorded': json_extract_string(l.j, '$.chain_namespace')},
+        {'field': 'seq', 'stored': CAST(l.seq AS VARCHAR),
+         'recorded': json_extract_string(l.j, '$.seq')},
+        {'field': 'prev_sha256', 'stored': l.prev_sha256,
+         'recorded': json_extract_string(l.j, '$.prev_sha256')},
+        {'field': 'receipt_version', 'stored': CAST(l.receipt_version AS VARCHAR),
+         'recorded': json_extract_string(l.j, '$.receipt_version')},
+        {'field': 'context_sha256', 'stored': l.context_sha256,
+         'recorded': json_extract_string(l.j, '$.context_sha256')},
+        {'field': 'created_at', 'stored': CAST(l.created_at AS VARCHAR),
+         'recorded': CAST(TRY_CAST(json_extract_string(l.j, '$.created_at') AS TIMESTAMPTZ)
+                          AS VARCHAR)}
+    ], recursive := true)
+    FROM linked AS l
+    WHERE l.is_json
+),
+bound AS (
+    SELECT l.chain_namespace, l.seq, l.receipt_id, l.bundle_id, l.is_json,
+           b.bundle_id IS NOT NULL AS has_bundle,
+           coalesce(json_extract_string(l.j, '$.context_sha256'), l.context_sha256)
+               AS recorded_context,
+           b.context_sha256 AS bundle_context, sha256(b.context) AS actual_context,
+           json_extract_string(l.j, '$.inputs_sha256') AS recorded_inputs,
+           sha256(CAST(b.inputs AS VARCHAR)) AS actual_inputs
+    FROM linked AS l LEFT JOIN rms_bundles AS b ON b.bundle_id = l.bundle_id
+)
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'MALFORMED_RECEIPT' AS problem,
+       'receipt is not valid JSON: its text was edited after it was written; '
+       || 'restore the row from a backup' AS detail
+FROM linked WHERE NOT is_json
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'DIGEST_MISMATCH',
+       'receipt_sha256 is ' || receipt_sha256 || ' but sha256(receipt) is ' || actual_sha256
+       || ': the receipt text or its digest was edited; restore the row from a backup'
+FROM linked WHERE actual_sha256 IS DISTINCT FROM receipt_sha256
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'FIELD_MISMATCH',
+       'column ' || field || ' is ' || coalesce(stored, 'NULL')
+       || ' but the digested receipt records ' || coalesce(recorded, 'NULL')
+       || ': the row was edited or swapped with another; restore it from a backup'
+FROM fields WHERE stored IS DISTINCT FROM recorded
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'CHAIN_GAP',
+       CASE WHEN prior_seq IS NULL
+            THEN 'the first receipt of the chain has seq ' || seq
+                 || ': receipts 1 to ' || (seq - 1) || ' are missing'
+            ELSE 'seq ' || seq || ' follows seq ' || prior_seq
+                 || ': receipts were deleted or reordered' END
+       || '; restore the missing receipts from a backup'
+FROM linked WHERE seq IS DISTINCT FROM coalesce(prior_seq, 0) + 1
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'CHAIN_BROKEN',
+       'the receipt records prev_sha256 '
+       || coalesce(json_extract_string(j, '$.prev_sha256'), 'NULL')
+       || ' but the previous receipt in its chain hashes to ' || coalesce(prior_sha256, 'NULL')
+       || ': an earlier receipt was edited, deleted or reordered; restore it from a backup'
+FROM linked WHERE is_json AND json_extract_string(j, '$.prev_sha256') IS DISTINCT FROM prior_sha256
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'BUNDLE_MISSING',
+       'bundle ' || bundle_id || ' of this receipt is not in rms_bundles: it was deleted; '
+       || 'restore it from a backup'
+FROM bound WHERE NOT has_bundle
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'CONTEXT_MISMATCH',
+       'the receipt records context_sha256 ' || recorded_context
+       || ' but the bundle row holds context_sha256 ' || bundle_context
+       || ' and sha256(context) is ' || actual_context
+       || ': the stored context was edited; restore the bundle row from a backup'
+FROM bound
+WHERE has_bundle AND (actual_context IS DISTINCT FROM recorded_context
+                      OR bundle_context IS DISTINCT FROM recorded_context)
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'INPUTS_MISMATCH',
+       'the receipt records inputs_sha256 ' || coalesce(recorded_inputs, 'NULL')
+       || ' but sha256(inputs) is ' || actual_inputs || ': the stored inputs were edited, '
+       || 'so a replay cannot be trusted; restore the bundle row from a backup'
+FROM bound WHERE has_bundle AND is_json AND actual_inputs IS DISTINCT FROM recorded_inputs
+UNION ALL
+SELECT b.namespace_id, NULL, NULL, b.bundle_id, 'RECEIPT_MISSING',
+       'bundle ' || b.bundle_id || ' has no receipt: its receipt was deleted; '
+       || 'restore it from a backup'
+FROM rms_bundles AS b ANTI JOIN rms_receipts AS r ON r.bundle_id = b.bundle_id;
+
+-- rms_session_metrics: RFC-0006 section 8 metrics per session, for the feedback loop.
+-- STR = score / tokens of each included record (from the receipts); efficiency and waste
+-- are included and REFERENCE tokens over the tokens available across the session's bundles;
+-- the trends are least-squares slopes of each bundle's str_mean and budget_waste per turn.
+CREATE VIEW IF NOT EXISTS rms_session_metrics AS
+WITH records AS (
+    SELECT b.session_id, d.str, d.tokens, d.chosen
+    FROM rms_receipt_decisions AS d JOIN rms_bundles AS b ON b.bundle_id = d.bundle_id
+    WHERE d.decision = 'included'
+),
+by_records AS (
+    SELECT session_id, count(*) AS included_records, avg(str) AS session_str_mean,
+           quantile_cont(str, 0.1) AS session_str_p10, sum(tokens) AS included_tokens,
+           coalesce(sum(tokens) FILTER (WHERE chosen = 'reference'), 0) AS reference_tokens
+    FROM records GROUP BY session_id
+),
+turns AS (
+    SELECT b.*, row_number() OVER (PARTITION BY b.session_id
+                                   ORDER BY b.created_at, b.bundle_id) AS turn
+    FROM rms_bundles AS b
+),
+by_bundles AS (
+    SELECT session_id, count(*) AS bundles, min(created_at) AS first_at,
+           max(created_at) AS last_at, sum(greatest(available, 0)) AS available_tokens,
+           count(*) FILTER (WHERE len(flags) > 0) AS flagged_bundles,
+           CASE WHEN regr_count(str_mean, turn) > 1 THEN regr_slope(str_mean, turn) END
+               AS str_mean_trend,
+           CASE WHEN regr_count(budget_waste, turn) > 1 THEN regr_slope(budget_waste, turn) END
+               AS budget_waste_trend
+    FROM turns GROUP BY session_id
+)
+SELECT s.session_id, s.bundles, s.first_at, s.last_at,
+       coalesce(r.included_records, 0) AS included_records,
+       r.session_str_mean, r.session_str_p10,
+       coalesce(r.included_tokens, 0) / nullif(s.available_tokens, 0) AS budget_efficiency,
+       coalesce(r.reference_tokens, 0) / nullif(s.available_tokens, 0) AS budget_waste,
+       s.str_mean_trend, s.budget_waste_trend, s.flagged_bundles
+FROM by_bundles AS s
+LEFT JOIN by_records AS r ON r.session_id IS NOT DISTINCT FROM s.session_id;
+
+-- rms_query_shapes: stored bundles grouped by ranking-query fingerprint (literals removed);
+-- fingerprint is NULL for bundles packed from Arrow input rather than a query
+CREATE VIEW IF NOT EXISTS rms_query_shapes AS
+WITH q AS (
+    SELECT r.bundle_id, r.created_at,
+           CASE WHEN json_valid(r.receipt)
+                THEN json_extract_string(r.receipt, '$.query.fingerprint') END AS fingerprint,
+           CASE WHEN json_valid(r.receipt)
+                THEN json_extract_string(r.receipt, '$.query.sql') END AS canonical_sql
+    FROM rms_receipts AS r
+)
+SELECT q.fingerprint, arg_min(q.canonical_sql, q.created_at) AS first_sql,
+       count(*) AS bundles, count(DISTINCT q.canonical_sql) AS distinct_sql,
+       min(q.created_at) AS first_at, max(q.created_at) AS last_at,
+       avg(b.str_mean) AS str_mean, avg(b.budget_efficiency) AS budget_efficiency,
+       avg(b.budget_waste) AS budget_waste
+FROM q LEFT JOIN rms_bundles AS b ON b.bundle_id = q.bundle_id
+GROUP BY q.fingerprint;
+
 -- rms_line_costs: exact token costs of rendered context lines, by encoding and line digest
 CREATE TABLE IF NOT EXISTS rms_line_costs (
     encoding     VARCHAR NOT NULL,
     line_sha256  VARCHAR NOT NULL,
     n_tokens     INTEGER NOT NULL,
     PRIMARY KEY (encoding, line_sha256)
+);
+
+-- rms_stopwords: words the lexical index and queries skip (seeded once; edit, then run
+-- rms_duck.ranking.refresh_index(con, full=True))
+CREATE TABLE IF NOT EXISTS rms_stopwords (
+    word  VARCHAR PRIMARY KEY
+);
+
+-- rms_lexical_docs: one row per indexed node: its content digest and lengths (BM25 and n-grams)
+CREATE TABLE IF NOT EXISTS rms_lexical_docs (
+    node_id      UUID NOT NULL,
+    content_md5  VARCHAR NOT NULL,
+    n_terms      INTEGER NOT NULL,
+    n_ngrams     INTEGER NOT NULL
+);
+
+-- rms_lexical_terms: BM25 postings, the frequency of each word in each indexed node
+CREATE TABLE IF NOT EXISTS rms_lexical_terms (
+    node_id  UUID NOT NULL,
+    term     VARCHAR NOT NULL,
+    tf       INTEGER NOT NULL
+);
+
+-- rms_lexical_ngrams: the distinct character trigrams of each indexed node
+CREATE TABLE IF NOT EXISTS rms_lexical_ngrams (
+    node_id  UUID NOT NULL,
+    ngram    VARCHAR NOT NULL
 );
 
 -- rms_candidate: the canonical candidate STRUCT that pack_context() casts its input to
@@ -108,6 +339,16 @@ CREATE TYPE IF NOT EXISTS rms_candidate AS STRUCT(
     structured_value VARCHAR, prose VARCHAR, contradicts VARCHAR[], session_id VARCHAR,
     session_position INTEGER, condition_state VARCHAR, token_cost_estimate INTEGER
 );
+
+-- rms_stopwords seed: common English function words (only while the table is empty)
+INSERT INTO rms_stopwords
+SELECT unnest(string_split(
+    'a,about,after,again,all,am,an,and,any,are,as,at,be,been,before,being,but,by,can,could,'
+    'did,do,does,doing,for,from,had,has,have,having,he,her,here,hers,him,his,how,i,if,in,'
+    'into,is,it,its,just,me,my,no,nor,not,of,on,or,our,ours,she,should,so,some,such,than,'
+    'that,the,their,theirs,them,then,there,these,they,this,those,to,too,very,was,we,were,'
+    'what,when,where,which,while,who,whom,why,will,with,would,you,your,yours', ','))
+WHERE NOT EXISTS (SELECT 1 FROM rms_stopwords);
 
 INSERT INTO rms_schema_version (version)
 SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM rms_schema_version WHERE version = 1);

@@ -33,7 +33,14 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
             con.remove_function(udf.name)
         con.create_function(udf.name, udf.function, list(udf.parameters), udf.return_type,
                             type="arrow", null_handling="special")
+    install_macros(con)
+    return con
+
+
+def install_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Create the TEMP macros (pack_context, ranking); TEMP objects are per connection/cursor."""
     con.execute(read_sql("macros.sql"))
+    con.execute(read_sql("ranking.sql"))
     return con
 
 
@@ -43,9 +50,11 @@ def utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """A cursor for this thread, also in UTC."""
-    return utc(con.cursor())
+def cursor(con: duckdb.DuckDBPyConnection, *, macros: bool = False) -> duckdb.DuckDBPyConnection:
+    """A cursor for this thread, also in UTC; macros=True also creates the TEMP macros on it
+    (a cursor does not see the connection's TEMP macros; this costs tens of milliseconds)."""
+    cur = utc(con.cursor())
+    return install_macros(cur) if macros else cur
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:

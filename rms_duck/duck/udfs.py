@@ -12,12 +12,21 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from ..audit.repack import repack
+from ..bulk import default_processes, warm_counter
+from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..encodings import get_encoding
-from ..errors import ConfigError
+from ..errors import ConfigError, RmsError
 from ..estimate import estimate_tokens
 from ..packing import pack_candidates
+from ..prefetch import likely_lines
+from ..tokens import LineCounter
 from .types import BUNDLE_ARROW_TYPE, BUNDLE_SQL_TYPE
+
+# Content characters in one UDF batch above which its lines are costed in bulk, in
+# parallel: about 250K tokens, where two processes save more than the hand-off costs.
+BATCH_THRESHOLD_CHARS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,23 +39,89 @@ class Udf:
 
 def pack_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
              configs: pa.ChunkedArray) -> pa.Array:
-    """One bundle per row: the rows of a GROUP BY pack in one call per 2,048 groups."""
+    """One bundle per row: the rows of a GROUP BY pack in one call per 2,048 groups.
+
+    A large batch first costs the lines its packs will likely need, together and across
+    processes (bulk.py); the packs then find them cached. Small batches skip that step and
+    cost each unseen line once, on first use. The bundles are the same either way.
+    """
     parsed: dict[Any, PackingConfig] = {}
-    out = []
-    for rows, budget, raw in zip(candidates.to_pylist(), budgets.to_pylist(),
+    jobs = []
+    for rows, budget, raw in zip(candidate_rows(candidates), budgets.to_pylist(),
                                  configs.to_pylist()):
         config = parsed.get(raw)
         if config is None:
             config = parsed[raw] = parse_config(raw)
-        out.append(pack_candidates(rows or [], budget=budget, config=config).to_row())
+        jobs.append([rows or [], budget, config])
+    _cost_batch_lines(jobs)
+    out = [pack_candidates(rows, budget=budget, config=config).to_row()
+           for rows, budget, config in jobs]
     return pa.array(out, type=BUNDLE_ARROW_TYPE)
+
+
+def candidate_rows(candidates: pa.ChunkedArray) -> list[list[dict[str, Any] | None] | None]:
+    """The LIST(STRUCT) column as Python rows, field by field rather than row by row.
+
+    Same values as to_pylist(), but a field that is NULL in every row of the batch is left
+    out of the dicts (to_candidate() reads a missing field as NULL): rows from the
+    26-field candidate type are about a quarter of the size, and quicker to build.
+    """
+    out: list[list[dict[str, Any] | None] | None] = []
+    for chunk in candidates.chunks:
+        if len(chunk) == 0:
+            continue
+        structs = chunk.values.slice(chunk.offsets[0].as_py(),
+                                     chunk.offsets[-1].as_py() - chunk.offsets[0].as_py())
+        base = chunk.offsets[0].as_py()
+        names, columns = [], []
+        for i, field in enumerate(structs.type):
+            column = structs.field(i)
+            if column.null_count < len(column):
+                names.append(field.name)
+                columns.append(column.to_pylist())
+        rows: list[dict[str, Any] | None] = [dict(zip(names, values))
+                                             for values in zip(*columns)]
+        if not columns:
+            rows = [{} for _ in range(len(structs))]
+        if structs.null_count:
+            for i, valid in enumerate(structs.is_valid().to_pylist()):
+                if not valid:
+                    rows[i] = None
+        offsets = chunk.offsets.to_pylist()
+        for lo, hi, valid in zip(offsets, offsets[1:], chunk.is_valid().to_pylist()):
+            out.append(rows[lo - base:hi - base] if valid else None)
+    return out
+
+
+def _cost_batch_lines(jobs: list[list[Any]]) -> None:
+    """Validate the batch's candidates and cost their likely lines in one bulk call, when
+    the batch is large enough for worker processes to pay off."""
+    chars = sum(len(row.get("content") or "") for rows, _, _ in jobs for row in rows
+                if isinstance(row, dict))
+    if chars < BATCH_THRESHOLD_CHARS or default_processes() < 2:
+        return
+    lines: dict[str, list[str]] = {}
+    for job in jobs:
+        rows, budget, config = job
+        if not isinstance(budget, int):
+            continue
+        try:
+            job[0] = to_candidates(rows)
+        except RmsError:
+            return  # the pack loop raises this error, in batch order
+        lines.setdefault(config.encoding, []).extend(likely_lines(job[0], config, budget))
+    for encoding, batch in lines.items():
+        warm_counter(LineCounter(encoding), batch)
 
 
 def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Array:
     names = encodings.unique().to_pylist()
     if len(names) == 1 and names[0] is not None:
         encode = get_encoding(names[0]).encode_ordinary
-        return pa.array([None if t is None else len(encode(t)) for t in texts.to_pylist()],
+        values = texts.to_pylist()
+        if texts.null_count == 0:
+            return pa.array([len(encode(t)) for t in values], type=pa.int64())
+        return pa.array([None if t is None else len(encode(t)) for t in values],
                         type=pa.int64())
     out = []
     for text, name in zip(texts.to_pylist(), encodings.to_pylist()):
@@ -64,8 +139,36 @@ def token_estimate_udf(texts: pa.ChunkedArray, ratios: pa.ChunkedArray) -> pa.Ar
         type=pa.int64())
 
 
+REPLAY_ARROW_TYPE = pa.struct([("context_sha256", pa.string()), ("error", pa.string())])
+
+
+def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
+               configs: pa.ChunkedArray) -> pa.Array:
+    """Re-pack stored inputs: the replayed context_sha256, or why it could not be replayed.
+
+    A bad row reports its error instead of failing the query, so rms_replay() over every
+    receipt still lists the others.
+    """
+    out = []
+    for rows, budget, config in zip(inputs.to_pylist(), budgets.to_pylist(),
+                                    configs.to_pylist()):
+        if rows is None:
+            out.append({"context_sha256": None,
+                        "error": "no stored inputs: the receipt's bundle row is missing"})
+            continue
+        try:
+            bundle = repack(rows, budget=budget, config=config)
+        except RmsError as exc:
+            out.append({"context_sha256": None, "error": f"{type(exc).__name__}: {exc}"})
+        else:
+            out.append({"context_sha256": bundle.context_sha256, "error": None})
+    return pa.array(out, type=REPLAY_ARROW_TYPE)
+
+
 UDFS = (
     Udf("rms_pack_udf", pack_udf, ("rms_candidate[]", "BIGINT", "VARCHAR"), BUNDLE_SQL_TYPE),
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "DOUBLE"), "BIGINT"),
+    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "BIGINT", "VARCHAR"),
+        "STRUCT(context_sha256 VARCHAR, error VARCHAR)"),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..escape import json_compact
 from ..model import Section
 from ..timefmt import iso
-from .base import RecordView, section_label
+from .base import RecordView, memoized, section_label
 
 
 class AuditableFormat:
@@ -26,6 +26,7 @@ class AuditableFormat:
     def shows_speaker(self, view: RecordView) -> bool:
         return view.candidate.speaker is not None
 
+    @memoized
     def record_line(self, view: RecordView) -> str:
         c = view.candidate
         record = {

@@ -6,8 +6,9 @@ token count is exactly the sum of the counts of each `line + "\\n"` (see tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ..escape import json_text
 from ..model import Candidate, Level, Section
@@ -42,3 +43,39 @@ def section_label(section: Section, namespace: str | None) -> str:
     if namespace is None:
         return f"[{section.value}]"
     return f"[{section.value} namespace {json_text(namespace)}]"
+
+
+_MEMO_LIMIT = 32_768
+_MEMOS: list[dict[RecordView, str]] = []
+_F = TypeVar("_F")
+
+
+def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordView], str]:
+    """Remember a built-in renderer's line per view: packs re-render the same records.
+
+    Equal views render to equal lines: a view holds every candidate field, and the built-in
+    renderers read nothing else (float fields reach a line only through view.text). So a
+    remembered line is the line the renderer would produce now.
+    """
+    memo: dict[RecordView, str] = {}
+
+    def record_line(self: _F, view: RecordView) -> str:
+        line = memo.get(view)
+        if line is None:
+            line = render(self, view)
+            if len(memo) >= _MEMO_LIMIT:
+                for key in list(memo)[: _MEMO_LIMIT // 10]:  # the oldest tenth
+                    memo.pop(key, None)
+            memo[view] = line
+        return line
+
+    record_line.__doc__ = render.__doc__
+    record_line.__wrapped__ = render  # type: ignore[attr-defined]
+    _MEMOS.append(memo)
+    return record_line
+
+
+def clear_render_memos() -> None:
+    """Forget every remembered line (the speed bench uses it to measure cold packs)."""
+    for memo in _MEMOS:
+        memo.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..escape import json_compact
 from ..model import Section
 from ..timefmt import iso
-from .base import RecordView, section_label
+from .base import RecordView, memoized, section_label
 
 FIELDS = (
     "ref", "type", "namespace", "epistemic", "memory_lifecycle", "source_type",
@@ -30,6 +30,7 @@ class CompactFormat:
     def shows_speaker(self, view: RecordView) -> bool:
         return False
 
+    @memoized
     def record_line(self, view: RecordView) -> str:
         c = view.candidate
         return json_compact([

@@ -11,7 +11,7 @@ from ..escape import json_text
 from ..model import Epistemic, Lifecycle, Section
 from ..textcues import text_states_date, text_states_speaker
 from ..timefmt import reader_label
-from .base import RecordView, section_label
+from .base import RecordView, memoized, section_label
 
 _QUIET_LIFECYCLE = frozenset({Lifecycle.TENTATIVE, Lifecycle.STABLE})
 _QUIET_EPISTEMIC = frozenset({Epistemic.OBSERVED, Epistemic.ASSERTED})
@@ -43,6 +43,7 @@ class ReaderFormat:
         speaker = view.candidate.speaker
         return speaker is not None and not text_states_speaker(view.text, speaker)
 
+    @memoized
     def record_line(self, view: RecordView) -> str:
         parts = ["-"]
         if view.ref is not None:

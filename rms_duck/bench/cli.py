@@ -1,0 +1,44 @@
+"""`rms-duck bench`: packing speed by default, or the RFC section 10 benchmarks with --rfc."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rfc", action="store_true",
+                        help="run the RFC-0006 section 10 benchmarks (estimate accuracy, "
+                             "budget adherence, context quality)")
+    parser.add_argument("--smoke", action="store_true", help="a fast, small run")
+    parser.add_argument("--requests", type=int, default=None,
+                        help="--rfc: simulated retrieval requests (default 10000; smoke 200)")
+    parser.add_argument("--seed", type=int, default=0, help="--rfc: random seed (default 0)")
+    parser.add_argument("--json", metavar="PATH", help="--rfc: also write the figures as JSON")
+    _speed_arguments(parser)
+
+
+def _speed_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the default speed bench (rms_duck/bench/perf.py)."""
+    group = parser.add_argument_group("speed bench (without --rfc)")
+    group.add_argument("--sizes", type=_ints, help="candidate pool sizes (default 100,1000,10000)")
+    group.add_argument("--budgets", type=_ints,
+                       help="token budgets (default 2048,4096,8192,32768,131072)")
+    group.add_argument("--repeats", type=int, help="paired repetitions per row (default 5)")
+    group.add_argument("--e-cap", type=float, metavar="SECONDS",
+                       help="stop the RFC-literal packer (e) after this long (default 12)")
+    group.add_argument("--bulk", type=_ints, metavar="BUNDLES",
+                       help="bundles one statement packs (default 10000,20000)")
+    group.add_argument("--processes", type=int, help="processes for bulk costing (default 2)")
+    group.add_argument("--profile", action="store_true",
+                       help="also print a cProfile of a cold and a warm pack (N=1000, 4K)")
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(part.replace("_", "")) for part in text.split(","))
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported lazily: each benchmark pulls in what only it needs.
+    module = importlib.import_module("rms_duck.bench.rfc" if args.rfc else "rms_duck.bench.perf")
+    return int(module.run(args) or 0)

@@ -1,0 +1,119 @@
+"""Markdown tables for the speed bench: per-row ratios, bulk figures, and the targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PACK_COLUMNS = ("N", "budget", "packed (tokens)", "(a) loop ms", "cold (b)/(a)",
+                "warm (c)/(d)", "(e)/(b) cold", "(e)/(c) warm", "peak MiB (x Arrow)", "runs")
+TARGET_COLUMNS = ("target", "measured", "met")
+
+
+def render_report(report) -> str:
+    m = report.machine
+    parts = [
+        (f"rms_duck speed bench: {m['cores']} cores, {m['platform']}, Python {m['python']}, "
+         f"tiktoken {m['tiktoken']}, duckdb {m['duckdb']}; load average "
+         f"{m['load_before']} before, {m.get('load_after')} after; "
+         f"{m.get('bench_seconds', '?')} s in all."),
+        "",
+        ("Packing: medians of per-repetition ratios. (a) encode_ordinary loop over the "
+         "candidates' record lines; (b) cold pack; (c) warm pack; (d) one count of the output; "
+         "(e) RFC-literal packer (re-render and re-count the whole context per trial)."),
+        "",
+        markdown(PACK_COLUMNS, [pack_cells(row, report.plan.e_cap) for row in report.rows]),
+        "",
+        markdown(("bulk measurement", "result", "detail"), bulk_cells(report.bulk)),
+        "",
+        markdown(TARGET_COLUMNS, target_cells(report)),
+    ]
+    if report.profile:
+        parts += ["", "Profile (cProfile, own time):", report.profile]
+    return "\n".join(parts)
+
+
+def markdown(columns: tuple[str, ...], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
+def pack_cells(row: dict[str, Any], e_cap: float) -> list[str]:
+    r = row["ratios"]
+    return [
+        f"{row['n']:,}", f"{row['budget']:,}", f"{row['packed']:,} ({row['tokens_used']:,})",
+        f"{row['ms']['a']:.1f}", _x(r["b/a"]), _x(r["c/d"]),
+        _e(r.get("e/b"), row["e_capped"]), _e(r.get("e/c"), row["e_capped"]),
+        f"{row['peak_mib']:.1f} ({row['peak_x_arrow']:.1f})",
+        f"{row['repeats']}" + (f"/{row['e_runs']}" if row["e_runs"] else "/0"),
+    ]
+
+
+def _x(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x" if value < 10 else f"{value:.0f}x"
+
+
+def _e(value: float | None, capped: bool) -> str:
+    if value is None:
+        return "n/a"
+    return f">{_x(value)}" if capped else _x(value)
+
+
+def bulk_cells(bulk: dict[str, Any]) -> list[list[str]]:
+    udf, cost, pack, mem = bulk["udf"], bulk["costing"], bulk["packing"], bulk["memory"]
+    small, large = min(pack["bundles"]), max(pack["bundles"])
+    secs = {int(k): v for k, v in pack["seconds"].items()}
+    return [
+        ["token-count UDF / raw loop (throughput)", _x(udf["throughput_ratio"]),
+         f"{udf['texts']:,} texts; loop {udf['loop_ms']:.0f} ms"],
+        [f"bulk costing, {cost['processes']} processes / 1", _x(cost["speedup"]),
+         (f"{cost['lines']:,} lines; 1 process {cost['one_process_ms']:.0f} ms; "
+          f"pool start {cost['pool_start_ms']:.0f} ms (not timed)")],
+        [f"bulk packing, {large:,} / {small:,} bundles (time)", f"{pack['time_ratio']:.2f}",
+         (f"{pack['per_bundle']} candidates per bundle, budget {pack['budget']}; "
+          f"{small:,} in {secs[small]:.1f} s, {large:,} in {secs[large]:.1f} s; "
+          f"{pack['checked']} bundles recounted")],
+        [f"bulk packing peak memory, {mem['bundles']:,} bundles / Arrow input",
+         f"{mem['ratio']:.2f}x",
+         (f"RSS growth {mem['peak_growth_mib']:.0f} MiB; input {mem['arrow_input_mib']:.0f} "
+          f"MiB ({mem['candidates']:,} candidates); worker processes not included")],
+    ]
+
+
+def target_cells(report) -> list[list[str]]:
+    rows = {(row["n"], row["budget"]): row for row in report.rows}
+    bulk = report.bulk
+
+    def ratio(n: int, budget: int, key: str) -> tuple[float | None, str]:
+        row = rows.get((n, budget))
+        if row is None or key not in row["ratios"]:
+            return None, "not measured in this run"
+        capped = row["e_capped"] and key.startswith("e/")
+        return row["ratios"][key], ("lower bound: (e) hit its time cap" if capped else "")
+
+    checks = [
+        ("warm pack <= 2.0x (d), N=1,000, 4K", *ratio(1_000, 4_096, "c/d"), "<=", 2.0),
+        ("cold pack <= 1.15x (a), N=1,000, 4K", *ratio(1_000, 4_096, "b/a"), "<=", 1.15),
+        (">= 20x faster than (e), N=1,000, 4K", *ratio(1_000, 4_096, "e/b"), ">=", 20),
+        (">= 100x faster than (e), N=1,000, 32K", *ratio(1_000, 32_768, "e/b"), ">=", 100),
+        ("token-count UDF >= 0.95x loop throughput", bulk["udf"]["throughput_ratio"], "",
+         ">=", 0.95),
+        ("bulk costing on 2 processes >= 1.6x one", bulk["costing"]["speedup"], "", ">=", 1.6),
+        ("bulk packing 20,000 vs 10,000 bundles <= 2.1x", bulk["packing"]["time_ratio"], "",
+         "<=", 2.1),
+        ("peak memory, 10,000 bundles <= 2x Arrow input", bulk["memory"]["ratio"], "", "<=", 2),
+    ]
+    cells = []
+    for name, value, note, op, limit in checks:
+        if value is None:
+            cells.append([name, "n/a", note])
+            continue
+        met = value <= limit if op == "<=" else value >= limit
+        shown = f"{value:.2f}" + (f" ({note})" if note else "")
+        cells.append([name, shown, "yes" if met else f"no (by {_by(value, limit, op)})"])
+    return cells
+
+
+def _by(value: float, limit: float, op: str) -> str:
+    """How far a miss is, as a factor of the limit."""
+    return f"{value / limit:.1f}x" if op == "<=" else f"{limit / value:.1f}x"

@@ -1,0 +1,10 @@
+"""Evidence-retention evaluation: SQL ranking plus packing over labelled conversations."""
+
+from __future__ import annotations
+
+from .loader import Conversation as Conversation
+from .loader import load_conversations as load_conversations
+from .runner import EvalRun as EvalRun
+from .runner import run_eval as run_eval
+
+__all__ = ["Conversation", "EvalRun", "load_conversations", "run_eval"]

@@ -1,0 +1,90 @@
+"""`rms-duck eval FILE.jsonl`: evidence retention of the SQL ranking plus packing.
+
+Prints a table to standard output and a progress bar to standard error; --json writes the
+results (deterministic) and the timings (not) to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..config import FORMATS, ORDERINGS, POLICIES
+from ..duck.connection import connect
+from ..errors import ConfigError
+from .loader import load_conversations
+from .report import ProgressBar, format_summary, format_table
+from .runner import BUDGETS, EvalSettings, run_eval
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="JSONL, one conversation per line (DESIGN.md section 8)")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                        help="comma-separated token budgets (default 2048,4096,8192)")
+    parser.add_argument("--orderings", default=",".join(ORDERINGS),
+                        help="comma-separated multi-path orderings (default: all three)")
+    parser.add_argument("--policies", default=",".join(POLICIES),
+                        help="comma-separated representation policies (default: both)")
+    parser.add_argument("--format", default="reader", choices=FORMATS, help="context format")
+    parser.add_argument("--limit", type=int, help="evaluate only the first N questions")
+    parser.add_argument("--k", type=int, default=1000, help="candidates ranked per question")
+    parser.add_argument("--db", default=":memory:", help="DuckDB file to store the turns in")
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = EvalSettings(
+        budgets=tuple(_budget(b) for b in _names(args.budgets, "budgets")),
+        orderings=_choices(args.orderings, "orderings", ORDERINGS),
+        policies=_choices(args.policies, "policies", POLICIES),
+        context_format=args.format, k=_positive(args.k, "k"),
+        limit=None if args.limit is None else _positive(args.limit, "limit"))
+    conversations = load_conversations(args.file)
+    progress = None if args.quiet else ProgressBar("eval")
+    con = connect(args.db)
+    try:
+        result = run_eval(conversations, settings=settings, con=con, progress=progress)
+    finally:
+        con.close()
+    print(format_table(result))
+    print()
+    print(format_summary(result))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(result.to_json(), handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _names(text: str, option: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(f"--{option} needs at least one value, got {text!r}")
+    return names
+
+
+def _choices(text: str, option: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    names = _names(text, option)
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"--{option}: unknown value {name!r}; use one of {', '.join(known)}")
+    return tuple(names)
+
+
+def _budget(text: str) -> int:
+    value = text.lower()
+    scale = 1024 if value.endswith("k") else 1
+    try:
+        return _positive(int(value.rstrip("k")) * scale, "budgets")
+    except ValueError:
+        raise ConfigError(f"--budgets: {text!r} is not a whole number of tokens; "
+                          "for example 2048,4096 or 2k,4k") from None
+
+
+def _positive(value: int, option: str) -> int:
+    if value <= 0:
+        raise ConfigError(f"--{option} must be a positive whole number, got {value}")
+    return value

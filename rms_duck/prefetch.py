@@ -1,0 +1,75 @@
+"""Which record lines a pack will cost, rendered exactly as the packer renders them.
+
+Used to cost a batch's unseen lines together (bulk.py, across processes when large) or to
+load their persisted costs (costcache.py) before packing. It is only a forecast: a line it
+misses is costed when the packer first needs it, and a line it adds is costed for nothing.
+Neither changes a bundle, because a cached cost is the exact cost of that exact line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .config import PackingConfig
+from .dedupe import conflict_map, dedupe
+from .formats import RecordView, get_format
+from .metadata import metadata_line
+from .model import Candidate, Level, Section, Tier
+from .represent import representation_text
+from .selection import tier_of
+from .tokens import word_runs
+
+
+def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget: int) -> list[str]:
+    """The FULL lines of the candidates a pack of `budget` tokens will most likely try.
+
+    Those are every multi-path candidate when its ordering needs their costs (balanced,
+    density), and the others in priority order until their token floors fill the budget.
+    """
+    pool, _ = dedupe(candidates)
+    if not pool or budget <= config.overhead_tokens:
+        return []
+    fmt = get_format(config.context_format)
+    numbered = config.context_citations or config.context_format == "compact"
+    ref = f"m{len(pool)}" if numbered else None
+    conflicts = conflict_map(pool)
+    costed_tier = Tier.MULTI_PATH if config.multipath_ordering != "score" else None
+    room = budget - config.overhead_tokens
+    lines = []
+    for tier, _, _, c in sorted((tier_of(c), -c.score, c.id, c) for c in pool):
+        if not c.has_text:
+            continue
+        if room <= 0 and tier is not costed_tier:
+            continue
+        text = representation_text(c, Level.FULL)
+        lines.append(fmt.record_line(RecordView(c, Level.FULL, text, ref,
+                                                conflicts.get(c.id, ()))))
+        room -= word_runs(text)
+    return lines
+
+
+def frame_lines(candidates: Sequence[Candidate], config: PackingConfig, budget: int) -> list[str]:
+    """The header variants, the section labels of the candidates' namespaces, and the
+    metadata line the packer reserves at its widest numbers (no conflicts)."""
+    fmt = get_format(config.context_format)
+    citations = config.context_citations
+    widest = metadata_line(tokens_used=max(budget - config.overhead_tokens, 0), budget=budget,
+                           conflicts=[], excluded_count=len(candidates))
+    lines = [fmt.header(speakers=False, citations=citations),
+             fmt.header(speakers=True, citations=citations), widest]
+    for namespace in sorted({c.namespace_id for c in candidates}, key=lambda n: (n is not None, n)):
+        lines.extend(fmt.section_label(section, namespace) for section in Section)
+    return lines
+
+
+def standalone_lines(candidate: Candidate, context_format: str) -> list[str]:
+    """A node's lines at every level its format shows, outside any pack: no citation
+    reference and no conflict marks (what an ingest pass can cost ahead of time)."""
+    fmt = get_format(context_format)
+    levels = (Level.FULL, Level.PROSE) if fmt.text_levels_only else tuple(Level)
+    lines = []
+    for level in levels:
+        text = representation_text(candidate, level)
+        if text is not None:
+            lines.append(fmt.record_line(RecordView(candidate, level, text, None, ())))
+    return lines

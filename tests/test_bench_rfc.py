@@ -1,0 +1,69 @@
+"""`rms-duck bench --rfc` (RFC-0006 section 10), in a small smoke run."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import pytest
+
+from rms_duck.bench import rfc, simulate
+from rms_duck.bench.corpus import TYPES, build_corpus
+from rms_duck.cli import main
+from rms_duck.estimate import DEFAULT_CHARS_PER_TOKEN
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return build_corpus()
+
+
+def test_corpus_is_large_mixed_and_deterministic(corpus):
+    assert len(corpus) >= 1000
+    assert len({o.script for o in corpus}) >= 8
+    assert {o.kind for o in corpus} == set(TYPES)
+    assert build_corpus() == corpus
+
+
+def test_shipped_method2_defaults_are_the_fit(corpus):
+    result = rfc.estimate_benchmark(corpus)
+    for name, shipped in DEFAULT_CHARS_PER_TOKEN.items():
+        assert result["fitted_ratios"][name] == pytest.approx(shipped, rel=0.02), name
+    assert result["overall"]["median_abs"] <= 0.05
+    assert result["overall"]["p95_abs"] <= 0.20
+    assert set(result["by_type"]) == set(TYPES)
+    assert result["held_out"]["median_abs"] <= 0.06
+
+
+def test_adherence_check_catches_an_overfull_context(monkeypatch):
+    request = simulate.random_request(random.Random(3))
+    request = replace(request, budget=300, candidates=[
+        {"id": "a", "score": 0.5, "content": "hello"}])
+    real = simulate.pack_candidates
+
+    def cheating(candidates, *, budget, config):
+        bundle = real(candidates, budget=budget, config=config)
+        return replace(bundle, context=bundle.context + "padding " * 400)
+
+    monkeypatch.setattr(simulate, "pack_candidates", cheating)
+    outcome = simulate.check_request(request)
+    assert outcome["violations"] and outcome["miscounted"]
+
+
+def test_bench_rfc_smoke_run(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    assert main(["bench", "--rfc", "--smoke", "--requests", "60", "--json", str(path)]) == 0
+    report = json.loads(path.read_text(encoding="utf-8"))
+    adherence = report["budget_adherence"]
+    assert adherence["requests"] == 60
+    assert adherence["violations"] == adherence["miscounted"] == adherence["errors"] == 0
+    estimate = report["token_estimate"]
+    assert estimate["objects"] >= 1000 and estimate["scripts"] >= 8
+    quality = {r["representation_policy"]: r for r in report["context_quality"]["rows"]}
+    assert set(quality) == {"highest_fit", "budget_fraction"}
+    assert quality["highest_fit"]["budget"] == quality["budget_fraction"]["budget"] == 2048
+    out = capsys.readouterr().out
+    for heading in ("1. Token-estimate accuracy", "2. Budget adherence", "3. Context quality"):
+        assert heading in out
+    assert "violations (over budget): 0" in out

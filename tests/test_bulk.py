@@ -1,0 +1,146 @@
+"""Bulk token costing (in process and across processes), the line floor, the render memo,
+and bulk packing in one statement: every path gives the exact counts and the same bundles."""
+
+from __future__ import annotations
+
+import warnings
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rms_duck import bulk
+from rms_duck.candidates import to_candidate
+from rms_duck.duck import udfs
+from rms_duck.formats import FORMATS, RecordView
+from rms_duck.formats.base import clear_render_memos
+from rms_duck.model import Level
+from rms_duck.tokens import LineCounter, clear_line_cache, word_runs
+
+from .conftest import rows
+
+TEXTS = ["hello world", "", "<|endoftext|> is text", "caf\u00e9 \u65e5\u672c\u8a9e \U0001f642",
+         "tab\tand\nnewline", "  leading spaces", "x" * 3000]
+
+
+def test_cost_texts_in_process_equals_encode_ordinary(enc):
+    assert bulk.cost_texts(TEXTS, processes=1) == [len(enc.encode_ordinary(t)) for t in TEXTS]
+
+
+def test_cost_lines_adds_the_newline(enc):
+    assert bulk.cost_lines(["a line"], processes=1) == [len(enc.encode_ordinary("a line\n"))]
+
+
+def test_small_batches_stay_in_process(monkeypatch):
+    monkeypatch.setattr(bulk, "_cost_in_pool", pytest.fail)
+    assert bulk.cost_texts(TEXTS * 3, processes=2) == bulk.cost_texts(TEXTS * 3, processes=1)
+
+
+@pytest.mark.slow
+def test_pool_gives_the_same_counts(enc):
+    texts = [f"{t} {i}" for i in range(40) for t in TEXTS]
+    expected = [len(enc.encode_ordinary(t)) for t in texts]
+    assert bulk.cost_texts(texts, processes=2, threshold_chars=0) == expected
+    assert bulk.cost_lines(texts, processes=2, threshold_chars=0) == [
+        len(enc.encode_ordinary(t + "\n")) for t in texts]
+
+
+def test_a_failing_pool_falls_back_to_this_process(monkeypatch, enc):
+    def broken(*args):
+        raise BrokenProcessPool("worker died")
+
+    monkeypatch.setattr(bulk, "_cost_in_pool", broken)
+    texts = TEXTS * 4
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = bulk.cost_texts(texts, processes=2, threshold_chars=0)
+    assert got == [len(enc.encode_ordinary(t)) for t in texts]
+    assert "fell back to one process" in str(caught[0].message)
+
+
+@given(st.lists(st.text(max_size=30), max_size=40), st.integers(1, 5))
+def test_split_covers_every_text_once_in_order(texts, parts):
+    bounds = bulk._split(texts, parts)
+    assert len(bounds) == parts
+    covered = [i for lo, hi in bounds for i in range(lo, hi)]
+    assert covered == list(range(len(texts)))
+
+
+def test_warm_counter_primes_and_records_fresh_lines():
+    clear_line_cache()
+    counter = LineCounter(record=True)
+    lines = ["- \"first\"", "- \"second\"", "- \"first\""]
+    assert bulk.warm_counter(counter, lines, processes=1) == 2
+    assert counter.misses == 0
+    assert counter.take_fresh() == {line: counter.line_cost(line) for line in lines}
+    assert counter.misses == 0 and counter.take_fresh() == {}
+    assert bulk.warm_counter(counter, lines, processes=1) == 0
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=120) | st.sampled_from(
+    ["a\u2028b", "x\ty\nz", "!\u00a0!", "one  two\u3000three", "\u1680\u2000 ok", "\x1c\x1dq"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXT, name=st.sampled_from(sorted(FORMATS)))
+def test_line_floor_never_exceeds_the_exact_line_cost(text, name):
+    """The pruning floor is safe: a line it skips could never have fit."""
+    counter = LineCounter()
+    c = to_candidate({"id": "n1", "score": 0.5, "content": text})
+    line = FORMATS[name].record_line(RecordView(c, Level.FULL, text, "m1", ()))
+    assert counter.lower_bound(text) <= counter.line_cost(line)
+    assert word_runs(text) <= counter.lower_bound(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_TEXT, name=st.sampled_from(sorted(FORMATS)), speaker=st.sampled_from([None, "Al"]))
+def test_render_memo_returns_what_the_renderer_renders(text, name, speaker):
+    fmt = FORMATS[name]
+    c = to_candidate({"id": "n1", "score": 0.5, "content": text, "speaker": speaker})
+    view = RecordView(c, Level.FULL, text, None, ())
+    first = fmt.record_line(view)
+    assert first == fmt.record_line(RecordView(c, Level.FULL, text, None, ()))
+    assert first == type(fmt).record_line.__wrapped__(fmt, view)
+
+
+def _bulk_rows(con, n_bundles: int, per_bundle: int):
+    con.execute("CREATE OR REPLACE TEMP TABLE cands AS SELECT * FROM ("
+                "SELECT i // ? AS q, i::VARCHAR AS id, (i % 97) / 97.0 AS score, "
+                "'note ' || i || ' about the project and the deadline of ' || (i % 13) AS content "
+                "FROM range(?) t(i))", [per_bundle, n_bundles * per_bundle])
+    return con.execute(
+        "SELECT q, b.context, b.tokens_used, b.receipt FROM (SELECT q, "
+        "pack_context(list(c ORDER BY id), 160) AS b FROM cands c GROUP BY q) ORDER BY q"
+    ).fetchall()
+
+
+@pytest.mark.slow
+def test_bulk_statement_with_batch_costing_gives_the_same_bundles(con, enc, monkeypatch):
+    clear_line_cache()
+    clear_render_memos()
+    lazily = _bulk_rows(con, 300, 6)
+    clear_line_cache()
+    clear_render_memos()
+    monkeypatch.setattr(udfs, "BATCH_THRESHOLD_CHARS", 0)
+    monkeypatch.setattr(udfs, "default_processes", lambda: 2)
+    monkeypatch.setattr(bulk, "DEFAULT_THRESHOLD_CHARS", 0)
+    in_bulk = _bulk_rows(con, 300, 6)
+    assert in_bulk == lazily
+    for _, context, used, _ in in_bulk:
+        assert used == len(enc.encode_ordinary(context)) <= 160 - 100
+
+
+def test_bulk_batch_costing_leaves_errors_to_the_pack_loop(con, monkeypatch):
+    monkeypatch.setattr(udfs, "BATCH_THRESHOLD_CHARS", 0)
+    monkeypatch.setattr(udfs, "default_processes", lambda: 2)
+    bad = rows(3)
+    bad[1]["score"] = 7.0
+    with pytest.raises(Exception, match=r"candidate #1 .* field 'score' must be a number"):
+        udfs.pack_udf(*[_chunked(v) for v in ([bad], [400], [None])])
+
+
+def _chunked(values):
+    import pyarrow as pa
+
+    return pa.chunked_array([pa.array(values)])

@@ -1,0 +1,259 @@
+"""Same input, same bytes: whatever the input order, the process, the hash seed, the DuckDB
+session time zone, or the offset an instant was written with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+
+import duckdb
+import pytest
+
+import rms_duck
+
+FORMATS = ["reader", "auditable", "compact"]
+
+
+def sample_rows() -> list[dict]:
+    """Ties, duplicates, conflicts, pins, tasks, episodes, namespaces, speakers and times."""
+    rows = []
+    for i in range(24):
+        rows.append({
+            "id": f"node-{i:02d}",
+            "score": [0.9, 0.5, 0.5, 0.25][i % 4],  # plenty of ties, broken on id
+            "content": f"memory {i}: " + "Maya moved to Lisbon in 2025 and likes tea. " * (i % 5),
+            "type": ["note", "fact", "task", "decision", "entity", "event"][i % 6],
+            "confidence": 0.4 + (i % 6) / 10,
+            "paths": [["LEXICAL"], ["LEXICAL", "SEMANTIC"], ["EPISODE_CONTEXT"], []][i % 4],
+            "pinned": i % 11 == 0,
+            "salience": 1.0 if i % 13 == 5 else 0.5,
+            "namespace_id": [None, "work", "home"][i % 3],
+            "speaker": ["Maya", None, "Assistant"][i % 3],
+            "event_time": datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(hours=7 * i),
+            "contradicts": [f"node-{(i + 7) % 24:02d}"] if i % 5 == 0 else [],
+        })
+    rows.append({**rows[3], "score": 0.1, "content": "a lower-scored copy of node-03"})
+    rows.append({**rows[4], "content": "an equal-scored copy of node-04"})
+    return rows
+
+
+def pack_all(rows, budget=900) -> dict[str, rms_duck.MemoryBundle]:
+    out = {}
+    for fmt in FORMATS:
+        config = {"context_format": fmt, "context_citations": fmt == "reader"}
+        out[fmt] = rms_duck.pack_candidates(rows, budget=budget, config=config)
+    return out
+
+
+def fingerprint(bundles: dict[str, rms_duck.MemoryBundle]) -> dict[str, list[str]]:
+    return {fmt: [hashlib.sha256(b.render().encode("utf-8")).hexdigest(),
+                  hashlib.sha256(b.receipt.encode("utf-8")).hexdigest()]
+            for fmt, b in bundles.items()}
+
+
+def test_sample_is_a_real_squeeze():
+    bundles = pack_all(sample_rows())
+    for bundle in bundles.values():
+        assert bundle.included and bundle.excluded
+        assert "DUPLICATE" in {r.reason.value for r in bundle.excluded}
+        assert bundle.conflicts
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_any_input_order_gives_identical_bytes(seed):
+    rows = sample_rows()
+    expected = pack_all(rows)
+    shuffled = list(rows)
+    random.Random(seed).shuffle(shuffled)
+    for fmt, bundle in pack_all(shuffled).items():
+        assert bundle.render().encode("utf-8") == expected[fmt].render().encode("utf-8")
+        assert bundle.receipt == expected[fmt].receipt
+        assert bundle.included_ids == expected[fmt].included_ids
+        assert bundle.excluded_ids == expected[fmt].excluded_ids
+
+
+def test_reversed_and_sorted_orders_give_identical_bytes():
+    rows = sample_rows()
+    variants = [rows, rows[::-1], sorted(rows, key=lambda r: r["score"]),
+                sorted(rows, key=lambda r: r["content"], reverse=True)]
+    prints = [fingerprint(pack_all(v)) for v in variants]
+    assert all(p == prints[0] for p in prints)
+
+
+SUBPROCESS_SCRIPT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {tests_parent!r})
+    from tests.test_determinism import fingerprint, pack_all, sample_rows
+    print(json.dumps(fingerprint(pack_all(sample_rows())), sort_keys=True))
+""")
+
+
+@pytest.mark.slow
+def test_separate_processes_and_hash_seeds_give_identical_bytes(tmp_path):
+    script = tmp_path / "pack_once.py"
+    tests_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script.write_text(SUBPROCESS_SCRIPT.format(tests_parent=tests_parent))
+    runs = [subprocess.Popen([sys.executable, str(script)],
+                             env={**os.environ, "PYTHONHASHSEED": seed},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for seed in ("0", "12345")]
+    outputs = []
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        outputs.append(json.loads(out))
+    assert outputs[0] == outputs[1]
+    assert outputs[0] == json.loads(json.dumps(fingerprint(pack_all(sample_rows()))))
+
+
+# -- DuckDB: session time zone, offsets, list order ----------------------------------------
+
+TIMES_SQL = """
+    SELECT * FROM (VALUES
+        ('a', 0.9, 'Maya landed in Lisbon', TIMESTAMPTZ '2026-03-01 09:15:00+00'),
+        ('b', 0.7, 'Maya booked the flight', TIMESTAMPTZ '2026-02-10 23:30:00-05:00'),
+        ('c', 0.5, 'Maya signed the lease', TIMESTAMPTZ '2026-02-20 00:00:00+09:00'),
+        ('d', 0.3, 'An undated note', NULL::TIMESTAMPTZ)
+    ) AS v(id, score, content, event_time)
+"""
+
+
+def sql_pack(con, fmt: str, order: str = "") -> dict:
+    rows = con.sql(
+        f"SELECT pack_context(list(c{order}), 600, {{'context_format': '{fmt}'}}) "
+        f"FROM ({TIMES_SQL}) AS c").fetchall()
+    [(bundle,)] = rows
+    return bundle
+
+
+@pytest.fixture(scope="module")
+def utc_con():
+    """One rms_duck.connect() connection for the read-only SQL cases (connect() costs ~0.4 s)."""
+    connection = rms_duck.connect()
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def tokyo_con():
+    """A connection whose session zone was Asia/Tokyo before rms_duck.register()."""
+    connection = duckdb.connect()
+    connection.execute("SET TimeZone = 'Asia/Tokyo'")
+    rms_duck.register(connection)
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_session_time_zone_does_not_change_bytes(utc_con, tokyo_con, fmt):
+    [(zone,)] = tokyo_con.sql("SELECT current_setting('TimeZone')").fetchall()
+    assert zone == "UTC"  # register() puts the connection in UTC
+    utc_bundle = sql_pack(utc_con, fmt)
+    assert sql_pack(tokyo_con, fmt) == utc_bundle
+    # Even a session switched to Tokyo after register() packs TIMESTAMPTZ instants the same.
+    tokyo_con.execute("SET TimeZone = 'Asia/Tokyo'")
+    assert sql_pack(tokyo_con, fmt)["context"] == utc_bundle["context"]
+    assert sql_pack(tokyo_con, fmt)["receipt"] == utc_bundle["receipt"]
+
+
+def test_sql_times_render_in_utc(utc_con):
+    context = sql_pack(utc_con, "reader")["context"]
+    assert '- [2026-03-01 09:15] "Maya landed in Lisbon"' in context
+    assert '- [2026-02-11 04:30] "Maya booked the flight"' in context
+    assert '- [2026-02-19 15:00] "Maya signed the lease"' in context
+    assert '- "An undated note"' in context
+    audit = sql_pack(utc_con, "auditable")["context"]
+    assert '"event_time":"2026-02-11T04:30:00+00:00"' in audit
+
+
+@pytest.mark.parametrize("order", [
+    pytest.param("", id="unordered"),
+    pytest.param(" ORDER BY score DESC", id="score-desc"),
+    pytest.param(" ORDER BY id DESC", id="id-desc"),
+    pytest.param(" ORDER BY content", id="content"),
+])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_list_order_in_sql_does_not_matter(utc_con, fmt, order):
+    assert sql_pack(utc_con, fmt, order) == sql_pack(utc_con, fmt, " ORDER BY score")
+
+
+SAME_INSTANT = [
+    "TIMESTAMPTZ '2026-05-28 18:12:00+00'",
+    "TIMESTAMPTZ '2026-05-29 03:12:00+09:00'",
+    "TIMESTAMPTZ '2026-05-28 12:42:00-05:30'",
+    "'2026-05-28T18:12:00Z'",
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_equal_instants_with_different_offsets_render_identically_in_sql(utc_con, enc, fmt):
+    bundles = []
+    for literal in SAME_INSTANT:
+        [(bundle,)] = utc_con.sql(
+            f"SELECT pack_context([{{'id': 'a', 'score': 0.5, 'content': 'Maya arrived',"
+            f" 'event_time': {literal}, 'valid_from': {literal}}}], 500,"
+            f" {{'context_format': '{fmt}'}})").fetchall()
+        bundles.append(bundle)
+    assert all(b["context"] == bundles[0]["context"] for b in bundles)
+    assert all(b["tokens_used"] == bundles[0]["tokens_used"] for b in bundles)
+    assert bundles[0]["tokens_used"] == len(enc.encode_ordinary(bundles[0]["context"]))
+    assert "2026-05-28" in bundles[0]["context"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_equal_instants_with_different_offsets_render_identically_in_python(fmt):
+    instant = datetime(2026, 5, 28, 18, 12, tzinfo=timezone.utc)
+    zones = [timezone.utc, timezone(timedelta(hours=9)), timezone(timedelta(hours=-5, minutes=-30))]
+    spellings = [instant.astimezone(z) for z in zones]
+    spellings += [instant.astimezone(zones[1]).isoformat(), "2026-05-28T18:12:00Z"]
+    contexts = set()
+    receipts = set()
+    for when in spellings:
+        rows = [{"id": "a", "score": 0.5, "content": "Maya arrived", "event_time": when,
+                 "valid_to": when}]
+        bundle = rms_duck.pack_candidates(rows, budget=500, config={"context_format": fmt})
+        contexts.add(bundle.render())
+        receipts.add(bundle.receipt)
+    assert len(contexts) == 1 and len(receipts) == 1
+
+
+def test_naive_python_times_stay_nominal():
+    rows = [{"id": "a", "score": 0.5, "content": "x", "event_time": datetime(2026, 5, 28, 18, 12)}]
+    audit = rms_duck.pack_candidates(rows, budget=500, config={"context_format": "auditable"})
+    assert '"event_time":"2026-05-28T18:12:00"' in audit.render()
+    reader = rms_duck.pack_candidates(rows, budget=500)
+    assert '- [2026-05-28 18:12] "x"' in reader.render()
+
+
+def test_sql_and_python_give_the_same_bytes(utc_con):
+    rows = utc_con.sql(TIMES_SQL).to_arrow_table().to_pylist()
+    for fmt in FORMATS:
+        python = rms_duck.pack_candidates(rows, budget=600, config={"context_format": fmt})
+        sql = sql_pack(utc_con, fmt)
+        assert sql["context"] == python.render()
+        assert sql["receipt"] == python.receipt
+
+
+def test_group_by_packs_each_group_independently_of_the_others(utc_con):
+    utc_con.execute("""
+        CREATE OR REPLACE TEMP TABLE notes AS
+        SELECT i % 3 AS grp, 'n' || i AS id, ((i * 37) % 100) / 100.0 AS score,
+               'note ' || i || ' about project ' || (i % 3) AS content
+        FROM range(30) t(i)""")
+    together = dict(utc_con.sql(
+        "SELECT grp, pack_context(list(n), 300).context FROM notes n GROUP BY grp").fetchall())
+    for grp in range(3):
+        [(alone,)] = utc_con.sql(
+            "SELECT pack_context(list(n), 300).context FROM notes n WHERE grp = ?",
+            params=[grp]).fetchall()
+        assert together[grp] == alone
+    for a, b in itertools.combinations(together.values(), 2):
+        assert a and b and a != b

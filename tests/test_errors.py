@@ -1,0 +1,265 @@
+"""Bad input gets a clear error that names the field, the value and the fix, from Python and
+through SQL (where DuckDB prefixes "Python exception occurred while executing the UDF:"),
+and a failed pack stores nothing.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.errors import (
+    CandidateError, ConfigError, EncodingUnavailableError, QueryRejectedError, RmsError,
+)
+
+UDF_PREFIX = "Python exception occurred while executing the UDF: "
+GOOD = {"id": "a", "score": 0.5, "content": "x"}
+GOOD_SQL = "{'id': 'a', 'score': 0.5, 'content': 'x'}"
+
+
+@pytest.fixture(scope="module")
+def shared_con():
+    """One connection for the read-only error cases (connect() costs ~0.4 s)."""
+    connection = rms_duck.connect()
+    yield connection
+    connection.close()
+
+
+def case(id, *, rows=None, sql_rows=None, config=None, sql_config=None, error, phrases):
+    return pytest.param(rows or [GOOD], sql_rows or f"[{GOOD_SQL}]", config, sql_config,
+                        error, phrases, id=id)
+
+
+CASES = [
+    case("null-score",
+         rows=[{"id": "a", "score": None, "content": "x"}],
+         sql_rows="[{'id': 'a', 'score': NULL::DOUBLE, 'content': 'x'}]",
+         error=CandidateError,
+         phrases=["candidate #0 (id 'a')", "field 'score'", "got None",
+                  "filter out NULL scores or COALESCE them to 0"]),
+    case("nan-score",
+         rows=[GOOD, {"id": "b", "score": float("nan"), "content": "x"}],
+         sql_rows=f"[{GOOD_SQL}, {{'id': 'b', 'score': 'nan'::DOUBLE, 'content': 'x'}}]",
+         error=CandidateError,
+         phrases=["candidate #1 (id 'b')", "field 'score'", "must be a number in [0, 1]",
+                  "got nan", "normalise scores into [0, 1]"]),
+    case("score-above-one",
+         rows=[{"id": "a", "score": 1.5, "content": "x"}],
+         sql_rows="[{'id': 'a', 'score': 1.5, 'content': 'x'}]",
+         error=CandidateError,
+         phrases=["field 'score'", "must be a number in [0, 1]", "got 1.5", "normalise scores"]),
+    case("negative-score",
+         rows=[{"id": "a", "score": -0.25, "content": "x"}],
+         sql_rows="[{'id': 'a', 'score': -0.25, 'content': 'x'}]",
+         error=CandidateError,
+         phrases=["field 'score'", "got -0.25", "normalise scores"]),
+    case("missing-id",
+         rows=[{"score": 0.5, "content": "x"}],
+         sql_rows="[{'score': 0.5, 'content': 'x'}]",
+         error=CandidateError,
+         phrases=["candidate #0: field 'id' is required", "got None",
+                  "give every candidate its node id"]),
+    case("blank-id",
+         rows=[{"id": "  ", "score": 0.5, "content": "x"}],
+         sql_rows="[{'id': '  ', 'score': 0.5, 'content': 'x'}]",
+         error=CandidateError,
+         phrases=["field 'id' is required and must be a non-empty id", "got '  '"]),
+    case("missing-content",
+         rows=[{"id": "a", "score": 0.5}],
+         sql_rows="[{'id': 'a', 'score': 0.5}]",
+         error=CandidateError,
+         phrases=["candidate #0 (id 'a')", "field 'content' is required text", "got None",
+                  "pass '' for a record without text, or drop the row"]),
+    case("unknown-type",
+         rows=[{**GOOD, "type": "facts"}],
+         sql_rows="[{'id': 'a', 'score': 0.5, 'content': 'x', 'type': 'facts'}]",
+         error=CandidateError,
+         phrases=["field 'type' must be one of entity, event, fact", "got 'facts'",
+                  "Did you mean 'fact'?"]),
+    case("unknown-lifecycle",
+         rows=[{**GOOD, "lifecycle_state": "stabel"}],
+         sql_rows="[{'id': 'a', 'score': 0.5, 'content': 'x', 'lifecycle_state': 'stabel'}]",
+         error=CandidateError,
+         phrases=["field 'lifecycle_state' must be one of tentative, stable", "got 'stabel'",
+                  "Did you mean 'stable'?"]),
+    case("lifecycle-active",
+         rows=[{**GOOD, "type": "task", "lifecycle_state": "active"}],
+         sql_rows="[{'id': 'a', 'score': 0.5, 'content': 'x', 'lifecycle_state': 'active'}]",
+         error=CandidateError,
+         phrases=["field 'lifecycle_state'", "got 'active'", "'tentative' or 'stable'",
+                  "use 'stable'"]),
+    case("negative-overhead",
+         config={"overhead_tokens": -5}, sql_config="{'overhead_tokens': -5}",
+         error=ConfigError,
+         phrases=["config field 'overhead_tokens'", "got -5", "use 0 to reserve nothing"]),
+    case("unknown-encoding",
+         config={"encoding": "cl100k"}, sql_config="{'encoding': 'cl100k'}",
+         error=EncodingUnavailableError,
+         phrases=["unknown encoding 'cl100k'", "Did you mean 'cl100k_base'?",
+                  "Known encodings:"]),
+    case("malformed-json-config",
+         config='{"context_format": "reader",',
+         sql_config="""'{"context_format": "reader",'""",
+         error=ConfigError,
+         phrases=["config is not valid JSON", "position 28", "'{\"context_format\": \"reader\",'",
+                  "pass an object such as"]),
+    case("config-not-an-object",
+         config="[1, 2]", sql_config="'[1, 2]'",
+         error=ConfigError,
+         phrases=["config must be a JSON object of PackingConfig fields", "got [1, 2]"]),
+    case("unknown-config-key",
+         config={"context_fromat": "reader"}, sql_config="{'context_fromat': 'reader'}",
+         error=ConfigError,
+         phrases=["unknown config field 'context_fromat'", "Did you mean 'context_format'?",
+                  "Known fields: context_format,"]),
+    case("unknown-format",
+         config={"context_format": "markdown"}, sql_config="{'context_format': 'markdown'}",
+         error=ConfigError,
+         phrases=["config field 'context_format' has unknown value 'markdown'",
+                  "Use one of: reader, auditable, compact"]),
+    case("citations-with-auditable",
+         config={"context_format": "auditable", "context_citations": True},
+         sql_config="{'context_format': 'auditable', 'context_citations': true}",
+         error=ConfigError,
+         phrases=["config field 'context_citations' applies only to context_format 'reader'",
+                  "got context_format 'auditable'", "drop context_citations or use reader"]),
+]
+
+
+@pytest.mark.parametrize("rows, sql_rows, config, sql_config, error, phrases", CASES)
+def test_python_error_names_field_value_and_fix(rows, sql_rows, config, sql_config, error,
+                                                phrases):
+    with pytest.raises(error) as raised:
+        rms_duck.pack_candidates(rows, budget=500, config=config)
+    assert isinstance(raised.value, RmsError)
+    message = str(raised.value)
+    for phrase in phrases:
+        assert phrase in message
+
+
+@pytest.mark.parametrize("rows, sql_rows, config, sql_config, error, phrases", CASES)
+def test_sql_error_reads_well_after_duckdbs_prefix(shared_con, rows, sql_rows, config,
+                                                   sql_config, error, phrases):
+    args = f"{sql_rows}, 500" + (f", {sql_config}" if sql_config else "")
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        shared_con.sql(f"SELECT pack_context({args})").fetchall()
+    message = str(raised.value)
+    # "...the UDF: CandidateError: candidate #0 ...": the class name, then our message.
+    assert f"{UDF_PREFIX}{error.__name__}: " in message
+    for phrase in phrases:
+        assert phrase in message
+
+
+@pytest.mark.parametrize("rows, sql_rows, config, sql_config, error, phrases", CASES)
+def test_python_pack_api_gives_the_same_errors(shared_con, rows, sql_rows, config, sql_config,
+                                               error, phrases):
+    table = pa.Table.from_pylist(rows)
+    with pytest.raises(error) as raised:
+        rms_duck.pack(shared_con, table, budget=500, config=config)
+    for phrase in phrases:
+        assert phrase in str(raised.value)
+    assert count_stored(shared_con) == (0, 0)  # no case, so far, stored anything
+
+
+@pytest.mark.parametrize("budget", [None, 1.5, "500", True])
+def test_budget_must_be_a_whole_number(budget):
+    with pytest.raises(ConfigError, match=r"budget must be a whole number of tokens, got "
+                       + repr(budget).replace(".", r"\.") + "; pass for example 4096"):
+        rms_duck.pack_candidates([GOOD], budget=budget)
+
+
+def test_null_budget_in_sql(shared_con):
+    with pytest.raises(duckdb.InvalidInputException,
+                       match="ConfigError: budget must be a whole number of tokens, got None"):
+        shared_con.sql(f"SELECT pack_context([{GOOD_SQL}], NULL)").fetchall()
+
+
+def test_wrong_field_type_names_the_candidate_and_field():
+    with pytest.raises(CandidateError, match=r"candidate #0 \(id 'a'\): field 'pinned' must be "
+                                             r"true or false, got 'yes'; cast it to BOOLEAN"):
+        rms_duck.pack_candidates([{**GOOD, "pinned": "yes"}], budget=500)
+    with pytest.raises(CandidateError, match=r"field 'event_time' must be a timestamp, got "
+                                             r"'last tuesday'; pass a TIMESTAMPTZ or ISO-8601"):
+        rms_duck.pack_candidates([{**GOOD, "event_time": "last tuesday"}], budget=500)
+
+
+def test_negative_budget_is_not_an_error():
+    bundle = rms_duck.pack_candidates([GOOD], budget=-5)
+    assert bundle.flags == ("BUDGET_ERROR",) and bundle.render() == ""
+
+
+# -- ranking queries ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query, phrases", [
+    pytest.param("DELETE FROM rms_nodes", ["DELETE statement is not allowed"], id="delete"),
+    pytest.param("DROP TABLE rms_nodes", ["DROP", "is not allowed"], id="drop"),
+    pytest.param("SELECT 1 AS id; SELECT 2", ["exactly one statement", "got 2"], id="two"),
+    pytest.param("SELECT * FROM read_csv('/etc/passwd')", ["read_csv"], id="file"),
+    pytest.param("SELECT * INTO t2 FROM rms_nodes", ["INTO"], id="select-into"),
+    pytest.param("", ["must be one SELECT statement"], id="empty"),
+])
+def test_ranking_query_is_rejected_and_nothing_is_stored(shared_con, query, phrases):
+    before = count_stored(shared_con)
+    with pytest.raises(QueryRejectedError) as raised:
+        rms_duck.pack(shared_con, query, budget=500)
+    message = str(raised.value)
+    for phrase in phrases:
+        assert phrase in message
+    assert "ranking query" in message
+    assert count_stored(shared_con) == before
+    assert shared_con.sql("SELECT count(*) FROM rms_nodes").fetchall() == [(0,)]
+    assert "t2" not in {r[0] for r in shared_con.sql("SHOW TABLES").fetchall()}
+
+
+def test_candidates_of_the_wrong_kind(shared_con):
+    with pytest.raises(CandidateError, match="candidates must be a ranking query string or a "
+                                             "pyarrow Table, got list"):
+        rms_duck.pack(shared_con, [GOOD], budget=500)
+
+
+# -- a failed pack stores nothing ----------------------------------------------------------
+
+
+def count_stored(con) -> tuple[int, int]:
+    [(bundles,)] = con.sql("SELECT count(*) FROM rms_bundles").fetchall()
+    [(receipts,)] = con.sql("SELECT count(*) FROM rms_receipts").fetchall()
+    return bundles, receipts
+
+
+def test_failed_pack_from_a_query_stores_nothing(con):
+    rms_duck.pack(con, pa.Table.from_pylist([GOOD]), budget=500)
+    assert count_stored(con) == (1, 1)
+    bad_query = ("SELECT * FROM (VALUES ('a', 0.5, 'x'), ('b', NULL, 'y')) "
+                 "AS t(id, score, content)")
+    with pytest.raises(CandidateError, match=r"candidate #1 \(id 'b'\): field 'score'"):
+        rms_duck.pack(con, bad_query, budget=500, store=True)
+    with pytest.raises(ConfigError):
+        rms_duck.pack(con, pa.Table.from_pylist([GOOD]), budget=500,
+                      config={"context_format": "xml"}, store=True)
+    assert count_stored(con) == (1, 1)
+
+
+def test_failure_while_writing_the_receipt_rolls_back_the_bundle(con):
+    rms_duck.pack(con, pa.Table.from_pylist([GOOD]), budget=500)
+    assert count_stored(con) == (1, 1)
+    # Swap rms_receipts for a table whose digest column cannot take the digest, so the
+    # second INSERT of the store transaction fails after the bundle row went in.
+    con.execute("ALTER TABLE rms_receipts RENAME TO rms_receipts_saved")
+    columns = con.sql("SELECT column_name, data_type FROM duckdb_columns() "
+                      "WHERE table_name = 'rms_receipts_saved' ORDER BY column_index").fetchall()
+    assert ("receipt_sha256", "VARCHAR") in columns
+    ddl = ", ".join(f"{name} {'INTEGER' if name == 'receipt_sha256' else kind}"
+                    for name, kind in columns)
+    con.execute(f"CREATE TABLE rms_receipts ({ddl})")
+    with pytest.raises(duckdb.ConversionException):
+        rms_duck.pack(con, pa.Table.from_pylist([{**GOOD, "id": "b"}]), budget=500)
+    assert count_stored(con) == (1, 0)
+    con.execute("DROP TABLE rms_receipts")
+    con.execute("ALTER TABLE rms_receipts_saved RENAME TO rms_receipts")
+    assert count_stored(con) == (1, 1)
+    # The connection is usable again, and the next pack stores both rows.
+    rms_duck.pack(con, pa.Table.from_pylist([{**GOOD, "id": "c"}]), budget=500)
+    assert count_stored(con) == (2, 2)
