@@ -128,7 +128,8 @@ def _pack_pins_and_tasks(sel: Selector, tier: list[Candidate]) -> bool:
         ordered = [c for c in ordered if c.has_text]
     for c in ordered:
         sel.outcomes[c.id].order_key = c.score
-        sel.include_with_counterparts(c, sel.levels(c, pinned=c.is_pinned))
+        if not sel.decided(c):  # a counterpart of an earlier pin may be placed already
+            sel.include_with_counterparts(c, sel.levels(c, pinned=c.is_pinned))
     if all(sel.outcomes[c.id].entry is not None for c in ordered):
         return False
     # Step 2: all active tasks first, then the pins with the highest STR that still fit.

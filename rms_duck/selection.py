@@ -125,6 +125,8 @@ class Selector:
     def try_include(self, c: Candidate, levels: Sequence[Level]) -> bool:
         """Pack `c` at the first of `levels` that fits; record why not otherwise."""
         outcome = self.outcomes[c.id]
+        if outcome.entry is not None:
+            return True  # never place one record twice
         if self.text_required and not c.has_text:
             outcome.reason = Reason.NO_TEXT
             return False

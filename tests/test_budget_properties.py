@@ -19,7 +19,7 @@ import random
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import rms_duck
 from rms_duck.candidates import to_candidate
@@ -76,7 +76,8 @@ candidate_rows = st.fixed_dictionaries(
         "prose": texts,
         "structured_value": st.dictionaries(st.sampled_from(["k", "v", "when"]), texts,
                                             max_size=2),
-        "evidence_ids": st.lists(st.sampled_from(["e1", "e2", "e3"]), max_size=2),
+        # Shared source events (some of them candidates too) exercise folded repeated text.
+        "evidence_ids": st.lists(st.sampled_from(["e1", "e2", "e3", *IDS[:4]]), max_size=2),
         "session_id": st.sampled_from(["s1", "s2"]),
         "session_position": st.integers(0, 20),
     },
@@ -109,6 +110,7 @@ def configs(draw) -> dict:
         config["fold_repeated_text"] = draw(st.booleans())
     if draw(st.booleans()):
         config["session_context_packing"] = draw(st.sampled_from(["trigger_tier", "adjacent"]))
+        config["session_window"] = draw(st.integers(0, 4))
     return config
 
 
@@ -116,27 +118,6 @@ cases = st.tuples(st.lists(candidate_rows, max_size=14), budgets, configs())
 
 CACHE_MODES = [pytest.param(False, id="cached"), pytest.param(True, id="cold")]
 LEVELS = ["full", "prose", "structured", "key_value", "reference"]
-
-# KNOWN BUG (see test_packing_rules.py::test_tier1_conflict_pair_is_packed_once, a strict
-# xfail): two pins/active tasks linked by CONTRADICTS make the tier-1 loop pack the second one
-# twice. Until packing.py is fixed, the properties drop such links so they can check
-# everything else; remove this when that xfail starts passing.
-KNOWN_TIER1_DOUBLE_PACK = True
-
-
-def _without_tier1_conflict_pairs(rows: list[dict]) -> list[dict]:
-    tier1 = {c.id for c in map(to_candidate, rows) if c.is_pinned or c.is_active_task}
-    out = []
-    for row in rows:
-        if row.get("contradicts") and to_candidate(row).id in tier1:
-            row = {**row, "contradicts": [o for o in row["contradicts"] if o not in tier1]}
-        out.append(row)
-    return out
-
-
-def _prepare(rows: list[dict]) -> list[dict]:
-    return _without_tier1_conflict_pairs(rows) if KNOWN_TIER1_DOUBLE_PACK else rows
-
 
 def _pack(rows, budget, config, *, cold: bool) -> rms_duck.MemoryBundle:
     if cold:
@@ -240,7 +221,11 @@ def assert_same_bundle(a, b) -> None:
 @given(case=cases, seed=st.integers(0, 2**32 - 1))
 def test_packing_properties(enc, cold, case, seed):
     rows, budget, config = case
-    rows = _prepare(rows)
+    check_all_properties(enc, cold, rows, budget, config, seed)
+
+
+def check_all_properties(enc, cold: bool, rows: list[dict], budget: int, config: dict,
+                         seed: int) -> rms_duck.MemoryBundle:
     if not cold:
         _pack(rows, budget, config, cold=False)  # warm the line cache for this input
     bundle = _pack(rows, budget, config, cold=cold)
@@ -256,6 +241,7 @@ def test_packing_properties(enc, cold, case, seed):
     assert_same_bundle(_pack(shuffled, budget, config, cold=cold), bundle)
     # And a cold pack agrees with a cached one.
     assert_same_bundle(rms_duck.pack_candidates(rows, budget=budget, config=config), bundle)
+    return bundle
 
 
 @pytest.mark.parametrize("cold", CACHE_MODES)
@@ -282,3 +268,48 @@ def test_budget_below_overhead_packs_nothing_but_is_not_an_error(enc, budget):
     assert "BUDGET_ERROR" not in bundle.flags
     if budget <= 100:
         assert bundle.render() == "" and bundle.included == ()
+
+
+# Folded repeated text (reader): claims that share source events and repeat each other's
+# sentences, so records fold into one another and out again.
+SENTENCES = ["Maya moved to Lisbon.", "She likes tea.", "Bob said hi <|endoftext|>.",
+             "会議は火曜日です。"]
+
+
+@st.composite
+def folding_rows(draw) -> list[dict]:
+    rows = []
+    for i in range(draw(st.integers(1, 10))):
+        row = {"id": f"n{i}", "score": draw(unit),
+               "content": " ".join(draw(st.lists(st.sampled_from(SENTENCES), min_size=1,
+                                                 max_size=3))),
+               "evidence_ids": draw(st.lists(st.sampled_from(["t1", "t2", "n0"]), min_size=1,
+                                             max_size=2))}
+        if draw(st.integers(0, 3)) == 0:
+            row.update(draw(st.fixed_dictionaries({}, optional={
+                "speaker": st.sampled_from(["Maya", "Bob"]),
+                "event_time": st.sampled_from(["2026-01-01T00:00:00Z",
+                                               "2026-01-01T09:00:00+09:00",
+                                               "2026-01-02T10:00:00+09:00"]),
+                "session_id": st.just("s1"),
+                "session_position": st.just(i),
+                "paths": st.lists(st.sampled_from(PATHS), max_size=2),
+                "pinned": st.booleans(),
+                "contradicts": st.lists(st.sampled_from([f"n{j}" for j in range(10)]),
+                                        max_size=1),
+                "lifecycle_state": st.sampled_from(["stable", "superseded"]),
+            })))
+        rows.append(row)
+    return rows
+
+
+@PROPERTY_SETTINGS
+@given(rows=folding_rows(), budget=st.integers(1, 500), config=configs(),
+       cold=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_folding_properties(enc, rows, budget, config, cold, seed):
+    config = {**config, "context_format": "reader", "fold_repeated_text": True,
+              "context_citations": config.get("context_citations", False),
+              "overhead_tokens": min(config["overhead_tokens"], 20)}
+    bundle = check_all_properties(enc, cold, rows, budget, config, seed)
+    event("some record folded" if any(r.reason is Reason.FOLDED for r in bundle.excluded)
+          else "nothing folded")

@@ -176,6 +176,14 @@ def test_null_budget_in_sql(shared_con):
         shared_con.sql(f"SELECT pack_context([{GOOD_SQL}], NULL)").fetchall()
 
 
+def test_unknown_encoding_in_rms_token_count(shared_con):
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        shared_con.sql("SELECT rms_token_count('hello', 'cl100k')").fetchall()
+    message = str(raised.value)
+    assert f"{UDF_PREFIX}EncodingUnavailableError: unknown encoding 'cl100k'." in message
+    assert "Did you mean 'cl100k_base'?" in message
+
+
 def test_wrong_field_type_names_the_candidate_and_field():
     with pytest.raises(CandidateError, match=r"candidate #0 \(id 'a'\): field 'pinned' must be "
                                              r"true or false, got 'yes'; cast it to BOOLEAN"):

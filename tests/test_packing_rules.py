@@ -226,11 +226,6 @@ def test_pin_without_text_is_not_an_overflow_in_reader():
     assert bundle.flags == ()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG in packing.py _pack_pins_and_tasks: include_with_counterparts() packs a tier-1 "
-    "record's CONTRADICTS counterpart, and when that counterpart is itself a pin or active "
-    "task the tier-1 loop includes it again (no sel.decided() check), so it is rendered "
-    "twice and listed twice in bundle.included"))
 def test_tier1_conflict_pair_is_packed_once():
     rows = [{"id": "n0", "score": 0.0, "content": "hello world", "salience": 1.0},
             {"id": "n1", "score": 0.0, "content": "hello world", "pinned": True,
