@@ -329,13 +329,15 @@ CREATE TABLE IF NOT EXISTS rms_lexical_ngrams (
     ngram    VARCHAR NOT NULL
 );
 
--- rms_candidate: the canonical candidate STRUCT that pack_context() casts its input to
+-- rms_candidate: the canonical candidate STRUCT that pack_context() casts its input to.
+-- Times travel as text: a TIMESTAMPTZ prints with its offset (the exact instant), a naive
+-- TIMESTAMP prints without one and stays nominal, whatever the session's time zone.
 CREATE TYPE IF NOT EXISTS rms_candidate AS STRUCT(
     id VARCHAR, score DOUBLE, content VARCHAR, type VARCHAR, paths VARCHAR[],
     path_count INTEGER, salience DOUBLE, pinned BOOLEAN, confidence DOUBLE,
     epistemic_type VARCHAR, source_type VARCHAR, lifecycle_state VARCHAR,
-    namespace_id VARCHAR, event_time TIMESTAMPTZ, valid_from TIMESTAMPTZ,
-    valid_to TIMESTAMPTZ, superseded_by VARCHAR, speaker VARCHAR, evidence_ids VARCHAR[],
+    namespace_id VARCHAR, event_time VARCHAR, valid_from VARCHAR,
+    valid_to VARCHAR, superseded_by VARCHAR, speaker VARCHAR, evidence_ids VARCHAR[],
     structured_value VARCHAR, prose VARCHAR, contradicts VARCHAR[], session_id VARCHAR,
     session_position INTEGER, condition_state VARCHAR, token_cost_estimate INTEGER
 );

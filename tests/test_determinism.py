@@ -259,10 +259,6 @@ def test_group_by_packs_each_group_independently_of_the_others(utc_con):
         assert a and b and a != b
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LIMITATION (sql/schema.sql rms_candidate): time fields are TIMESTAMPTZ, so a naive "
-    "TIMESTAMP passed to pack_context is cast in the session zone; a session switched away "
-    "from UTC after register() shifts naive times (Python keeps them nominal)"))
 def test_naive_sql_timestamps_ignore_a_zone_set_after_register(tokyo_con, utc_con):
     query = ("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x', "
              "'event_time': TIMESTAMP '2026-01-01 10:00:00'}], 500).context")
