@@ -1,27 +1,30 @@
 """Bulk exact token costing: many texts at once, across processes when the batch is large.
 
 tiktoken holds the GIL while it encodes, so threads do not help (measured: 0.7-0.8x on
-two threads). Large batches are split between this process and a pool of worker
-processes; small ones stay in process, where a pool's hand-off would cost more than it saves.
-The counts are the same either way: each worker runs the same encoding (verified offline,
-see encodings.py) on the same text.
+two threads). A large batch is split by characters: this process encodes the first share
+while worker processes encode the others. Small batches stay in process, where handing
+texts to a worker would cost more than it saves. The counts are the same either way: a
+worker loads the same encoding, verified against the same sha256 (encodings.py).
 
-Workers start with the "forkserver" method, because forking a process that runs DuckDB
-threads is unsafe. Like any multiprocessing user, a script that reaches the pool needs an
-`if __name__ == "__main__":` guard; if the pool cannot start, costing falls back to this
-process and gives the same counts.
+Workers are plain `python -m rms_duck.costworker` subprocesses fed length-prefixed pickles over
+their stdin. Unlike multiprocessing's spawn and forkserver methods they never re-import
+the caller's __main__ (so a script without an `if __name__ == "__main__"` guard is safe,
+even when the batch arrives through a SQL statement), and unlike fork they do not copy a
+process that runs DuckDB threads. If a worker cannot start or dies, costing falls back to
+this process, with a RuntimeWarning, and gives the same counts.
 """
 
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import os
+import pickle
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from typing import Any, BinaryIO
 
 from .encodings import _REGISTERED_FILES, get_encoding, register_bpe_file
 from .tokens import LineCounter
@@ -30,9 +33,8 @@ from .tokens import LineCounter
 # milliseconds of encoding, against a few milliseconds of hand-off to a worker.
 DEFAULT_THRESHOLD_CHARS = 200_000
 
-_POOL: ProcessPoolExecutor | None = None
-_POOL_SIZE = 0
-_POOL_LOCK = threading.Lock()
+_WORKERS: list[_Worker] = []
+_POOL_LOCK = threading.RLock()
 
 
 def default_processes() -> int:
@@ -45,7 +47,7 @@ def default_processes() -> int:
 
 def cost_texts(texts: Sequence[str], encoding: str = "cl100k_base", *,
                processes: int | None = None,
-               threshold_chars: int = DEFAULT_THRESHOLD_CHARS) -> list[int]:
+               threshold_chars: int | None = None) -> list[int]:
     """Exact token count of each text (special-token spellings counted as ordinary text).
 
     Args:
@@ -53,7 +55,8 @@ def cost_texts(texts: Sequence[str], encoding: str = "cl100k_base", *,
         encoding: a tiktoken encoding name.
         processes: processes to share the work (this one included); None uses every core,
             1 stays in process.
-        threshold_chars: batches with fewer characters stay in process.
+        threshold_chars: batches with fewer characters stay in process (default
+            DEFAULT_THRESHOLD_CHARS).
 
     Returns:
         len(encode_ordinary(text)) for each text, in input order.
@@ -66,13 +69,13 @@ def cost_texts(texts: Sequence[str], encoding: str = "cl100k_base", *,
 
 def cost_lines(lines: Sequence[str], encoding: str = "cl100k_base", *,
                processes: int | None = None,
-               threshold_chars: int = DEFAULT_THRESHOLD_CHARS) -> list[int]:
+               threshold_chars: int | None = None) -> list[int]:
     """Exact cost of each context line, newline included: what LineCounter.line_cost gives."""
     return _cost(list(lines), encoding, "\n", processes, threshold_chars)
 
 
 def warm_counter(counter: LineCounter, lines: Iterable[str], *, processes: int | None = None,
-                 threshold_chars: int = DEFAULT_THRESHOLD_CHARS) -> int:
+                 threshold_chars: int | None = None) -> int:
     """Cost the lines the counter has not seen, together, and cache them. Returns how many."""
     unseen = counter.unseen(lines)
     if unseen:
@@ -83,42 +86,40 @@ def warm_counter(counter: LineCounter, lines: Iterable[str], *, processes: int |
 
 
 def start_pool(processes: int | None = None, encoding: str = "cl100k_base") -> int:
-    """Start the worker pool now (it otherwise starts with the first large batch).
-
-    Returns the number of worker processes (processes - 1: this process works too).
-    """
-    workers = (processes or default_processes()) - 1
-    if workers < 1:
-        return 0
-    pool = _pool(workers)
-    # Load the encoding in every worker, so the first timed batch does not pay for it.
-    list(pool.map(_load, [encoding] * workers * 2))
-    return workers
+    """Start the workers now (they otherwise start with the first large batch) and load
+    `encoding` in each. Returns the number of workers (processes - 1: this one works too)."""
+    workers = _workers((processes or default_processes()) - 1)
+    for worker in workers:
+        worker.send((encoding, "", None, []))
+    for worker in workers:
+        worker.receive()
+    return len(workers)
 
 
 def shutdown_pool() -> None:
     """Stop the worker processes (registered to run at exit)."""
-    global _POOL, _POOL_SIZE
     with _POOL_LOCK:
-        pool, _POOL, _POOL_SIZE = _POOL, None, 0
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+        workers, _WORKERS[:] = list(_WORKERS), []
+    for worker in workers:
+        worker.close()
 
 
 def _cost(texts: list[str], encoding: str, suffix: str, processes: int | None,
-          threshold_chars: int) -> list[int]:
+          threshold_chars: int | None) -> list[int]:
     encode = get_encoding(encoding).encode_ordinary  # fail here, clearly, on a bad name
     processes = default_processes() if processes is None else max(1, int(processes))
-    if processes == 1 or len(texts) < 2 * processes:
-        return [len(encode(t + suffix)) for t in texts]
-    if sum(map(len, texts)) < threshold_chars:
+    if threshold_chars is None:
+        threshold_chars = DEFAULT_THRESHOLD_CHARS
+    if processes == 1 or len(texts) < 2 * processes or sum(map(len, texts)) < threshold_chars:
         return [len(encode(t + suffix)) for t in texts]
     try:
-        return _cost_in_pool(texts, encoding, suffix, processes, encode)
-    except Exception as exc:  # noqa: BLE001 - any pool failure: same counts, in process
-        if isinstance(exc, BrokenProcessPool):
-            shutdown_pool()
-        warnings.warn(f"rms_duck: token costing fell back to one process ({exc})",
+        with _POOL_LOCK:  # one batch at a time owns the workers' pipes
+            return _cost_in_pool(texts, encoding, suffix, processes, encode)
+    except BaseException as exc:
+        shutdown_pool()  # a reply may be left unread: start the next batch on fresh pipes
+        if not isinstance(exc, Exception):
+            raise
+        warnings.warn(f"rms_duck: token costing fell back to one process ({exc!r})",
                       RuntimeWarning, stacklevel=3)
         return [len(encode(t + suffix)) for t in texts]
 
@@ -127,14 +128,16 @@ def _cost_in_pool(texts: list[str], encoding: str, suffix: str, processes: int,
                   encode) -> list[int]:
     """This process takes the first share; each worker one of the others."""
     bounds = _split(texts, processes)
-    pool = _pool(processes - 1)
+    workers = _workers(processes - 1)
     bpe_file = _REGISTERED_FILES.get(encoding)
-    futures = [pool.submit(_cost_chunk, texts[lo:hi], encoding, suffix, bpe_file)
-               for lo, hi in bounds[1:]]
+    for worker, (lo, hi) in zip(workers, bounds[1:]):
+        worker.send((encoding, suffix, bpe_file, texts[lo:hi]))
     lo, hi = bounds[0]
     out = [len(encode(t + suffix)) for t in texts[lo:hi]]
-    for future in futures:
-        out.extend(future.result())
+    for worker in workers:
+        out.extend(worker.receive())
+    if len(out) != len(texts):
+        raise ValueError(f"workers returned {len(out)} counts for {len(texts)} texts")
     return out
 
 
@@ -151,27 +154,82 @@ def _split(texts: list[str], parts: int) -> list[tuple[int, int]]:
     return bounds + [(len(texts), len(texts))] * (parts - len(bounds))
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    global _POOL, _POOL_SIZE
+def _workers(count: int) -> list[_Worker]:
     with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE != workers:
-            if _POOL is not None:
-                _POOL.shutdown(wait=False, cancel_futures=True)
-            _POOL = ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
-            _POOL_SIZE = workers
-        return _POOL
+        _WORKERS[:] = [w for w in _WORKERS if w.alive()]
+        while len(_WORKERS) < count:
+            _WORKERS.append(_Worker())
+        return _WORKERS[:count]
 
 
-def _load(encoding: str) -> int:
-    return get_encoding(encoding).n_vocab
+class _Worker:
+    """One `python -m rms_duck.costworker` subprocess and the pipes to it."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        # The child finds rms_duck (and its BPE files) where this process found them.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self.proc = subprocess.Popen([sys.executable, "-m", "rms_duck.costworker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, request: Any) -> None:
+        _write(self.proc.stdin, request)
+
+    def receive(self) -> Any:
+        reply = _read(self.proc.stdout)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
-def _cost_chunk(texts: list[str], encoding: str, suffix: str, bpe_file=None) -> list[int]:
-    if bpe_file is not None and _REGISTERED_FILES.get(encoding) != bpe_file:
-        register_bpe_file(encoding, bpe_file)  # the parent's registration, seen by this worker
-    encode = get_encoding(encoding).encode_ordinary
-    return [len(encode(t + suffix)) for t in texts]
+def _write(stream: BinaryIO, value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little"))
+    stream.write(data)
+    stream.flush()
+
+
+def _read(stream: BinaryIO) -> Any:
+    header = stream.read(8)
+    if len(header) < 8:
+        raise EOFError("a token-costing worker exited")
+    size = int.from_bytes(header, "little")
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("a token-costing worker exited mid-reply")
+    return pickle.loads(data)
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """The worker loop: (encoding, suffix, bpe_file, texts) in, counts (or the error) out."""
+    while True:
+        try:
+            encoding, suffix, bpe_file, texts = _read(stdin)
+        except EOFError:
+            return
+        try:
+            if bpe_file is not None and _REGISTERED_FILES.get(encoding) != bpe_file:
+                register_bpe_file(encoding, bpe_file)  # the parent's registration
+            encode = get_encoding(encoding).encode_ordinary
+            reply: Any = [len(encode(t + suffix)) for t in texts]
+        except Exception as exc:  # noqa: BLE001 - the parent re-raises it
+            reply = exc
+        _write(stdout, reply)
 
 
 atexit.register(shutdown_pool)

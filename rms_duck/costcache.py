@@ -1,4 +1,4 @@
-"""Exact line costs persisted in DuckDB (rms_line_costs), so a new process re-costs nothing.
+"""Exact line costs persisted in DuckDB (rms_line_costs), so a new process need not re-cost.
 
 A row is (encoding key, sha256 of the line's UTF-8 bytes, exact tokens of line + "\\n").
 The key cannot go stale: the encoding key names the encoding and digests its verified BPE
@@ -17,7 +17,7 @@ from functools import cache
 
 import pyarrow as pa
 
-from .bulk import DEFAULT_THRESHOLD_CHARS, warm_counter
+from .bulk import warm_counter
 from .candidates import to_candidates
 from .config import PackingConfig
 from .encodings import encoding_source, load_encoding
@@ -123,7 +123,7 @@ def persist_counter(con, counter: LineCounter) -> int:
 
 def refresh_line_costs(con, *, encoding: str = "cl100k_base", formats: Sequence[str] = ("reader",),
                        processes: int | None = None,
-                       threshold_chars: int = DEFAULT_THRESHOLD_CHARS) -> RefreshResult:
+                       threshold_chars: int | None = None) -> RefreshResult:
     """The ingest/refresh pass: cost every node's standalone lines that are not stored yet.
 
     Renders each rms_nodes row in each format (every level the format shows, no citation

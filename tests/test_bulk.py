@@ -124,7 +124,11 @@ def test_bulk_statement_with_batch_costing_gives_the_same_bundles(con, enc, monk
     monkeypatch.setattr(udfs, "BATCH_THRESHOLD_CHARS", 0)
     monkeypatch.setattr(udfs, "default_processes", lambda: 2)
     monkeypatch.setattr(bulk, "DEFAULT_THRESHOLD_CHARS", 0)
+    pooled = []
+    real = bulk._cost_in_pool
+    monkeypatch.setattr(bulk, "_cost_in_pool", lambda *a: pooled.append(1) or real(*a))
     in_bulk = _bulk_rows(con, 300, 6)
+    assert pooled, "the batch was not costed in bulk across processes"
     assert in_bulk == lazily
     for _, context, used, _ in in_bulk:
         assert used == len(enc.encode_ordinary(context)) <= 160 - 100

@@ -54,7 +54,7 @@ def test_smoke_bench_prints_the_three_tables(smoke_output):
     assert [row[0].split(",")[0] for row in bulk[2:]] == [
         "token-count UDF / raw loop (throughput)", "bulk costing", "bulk packing",
         "bulk packing peak memory"]
-    assert tuple(targets[0]) == TARGET_COLUMNS and len(targets) == 2 + 8
+    assert tuple(targets[0]) == TARGET_COLUMNS and len(targets) == 2 + 9
     assert "cores" in smoke_output.splitlines()[0]
 
 

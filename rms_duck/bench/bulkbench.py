@@ -12,10 +12,11 @@ import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from ..bulk import cost_lines, shutdown_pool, start_pool
+from ..bulk import cost_lines, start_pool
 from ..candidates import to_candidates
 from ..duck.connection import connect
 from ..encodings import get_encoding
@@ -23,6 +24,7 @@ from ..formats.base import clear_render_memos
 from ..tokens import clear_line_cache
 from .workload import (
     BULK_CHECK_SQL,
+    BULK_LISTS_SQL,
     BULK_PACK_SQL,
     BULK_SUMMARY_SQL,
     make_bulk_tables,
@@ -121,33 +123,54 @@ def _check_sample(con, budget: int) -> int:
 
 
 def bulk_memory(plan) -> dict[str, Any]:
-    """Peak RSS growth of one bulk statement, in a fresh process, against its input's size."""
-    code = ("import json, sys; from rms_duck.bench.bulkbench import memory_probe; "
+    """Peak RSS growth of one bulk statement, in a fresh process, against its input's size;
+    and, in another fresh process, of the same GROUP BY without packing."""
+    packed = _probe(plan, pack=True)
+    lists = _probe(plan, pack=False)
+    return {**packed, "group_by_only_mib": lists["peak_growth_mib"]}
+
+
+def _probe(plan, *, pack: bool) -> dict[str, Any]:
+    code = ("import json; from rms_duck.bench.bulkbench import memory_probe; "
             f"print(json.dumps(memory_probe({plan.bulk_bundles[0]}, {plan.per_bundle}, "
-            f"{plan.bulk_budget}, {plan.seed})))")
+            f"{plan.bulk_budget}, {plan.seed}, pack={pack})))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def memory_probe(bundles: int, per_bundle: int, budget: int, seed: int) -> dict[str, Any]:
-    """In this (fresh) process: build the inputs in DuckDB, then measure the statement."""
+def memory_probe(bundles: int, per_bundle: int, budget: int, seed: int, *,
+                 pack: bool = True) -> dict[str, Any]:
+    """In this (fresh) process: build the inputs in DuckDB, then measure one statement,
+    its results read as a stream of Arrow batches and dropped."""
     con = _connect()
     make_bulk_tables(con, bundles=bundles, per_bundle=per_bundle, nodes=bundles, seed=seed)
     # Load the encoding and run every code path once, so the baseline includes them.
     con.execute(BULK_SUMMARY_SQL, [budget, 1]).fetchall()
     gc.collect()
     before, peak_before = _rss(), _max_rss()
-    reader = con.sql(BULK_PACK_SQL, params=[budget, bundles]).to_arrow_reader(2_048)
-    packed = sum(batch.num_rows for batch in reader)
+    if pack:
+        reader = con.sql(BULK_PACK_SQL, params=[budget, bundles]).to_arrow_reader(2_048)
+    else:
+        reader = con.sql(BULK_LISTS_SQL, params=[bundles]).to_arrow_reader(2_048)
+    rows = sum(batch.num_rows for batch in reader)
     peak = _max_rss()
     arrow = con.sql("SELECT id, score, content, event_time, speaker FROM bench_candidates"
                     ).to_arrow_table().nbytes
-    shutdown_pool()
     growth = peak - before
-    return {"bundles": packed, "candidates": bundles * per_bundle, "arrow_input_mib":
-            arrow / 2**20, "peak_growth_mib": growth / 2**20, "ratio": growth / arrow,
-            "hidden_below_mib": max(0, peak_before - before) / 2**20}
+    out = {"bundles": rows, "candidates": bundles * per_bundle, "arrow_input_mib":
+           arrow / 2**20, "peak_growth_mib": growth / 2**20, "ratio": growth / arrow,
+           "hidden_below_mib": max(0, peak_before - before) / 2**20}
+    if pack:  # once more, cold, for the packer's own share: the Python heap (tracemalloc)
+        clear_line_cache()
+        clear_render_memos()
+        gc.collect()
+        tracemalloc.start()
+        reader = con.sql(BULK_PACK_SQL, params=[budget, bundles]).to_arrow_reader(2_048)
+        sum(batch.num_rows for batch in reader)
+        out["python_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    return out
 
 
 def _rss() -> int:

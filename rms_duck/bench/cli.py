@@ -26,7 +26,8 @@ def _speed_arguments(parser: argparse.ArgumentParser) -> None:
                        help="token budgets (default 2048,4096,8192,32768,131072)")
     group.add_argument("--repeats", type=int, help="paired repetitions per row (default 5)")
     group.add_argument("--e-cap", type=float, metavar="SECONDS",
-                       help="stop the RFC-literal packer (e) after this long (default 12)")
+                       help="stop the RFC-literal packer (e) after this long (default 20; "
+                            "a third of it at 10,000 candidates)")
     group.add_argument("--bulk", type=_ints, metavar="BUNDLES",
                        help="bundles one statement packs (default 10000,20000)")
     group.add_argument("--processes", type=int, help="processes for bulk costing (default 2)")

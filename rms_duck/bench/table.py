@@ -21,14 +21,19 @@ def render_report(report) -> str:
          "candidates' record lines; (b) cold pack; (c) warm pack; (d) one count of the output; "
          "(e) RFC-literal packer (re-render and re-count the whole context per trial)."),
         "",
-        markdown(PACK_COLUMNS, [pack_cells(row, report.plan.e_cap) for row in report.rows]),
+        markdown(PACK_COLUMNS, [pack_cells(row) for row in report.rows]),
+        "",
+        ("'>' marks a lower bound: (e) was stopped at its time cap "
+         f"({report.plan.e_cap:g} s; {report.plan.e_cap / 3:g} s at 10,000 candidates). "
+         "Runs: repetitions of (a)-(d) / runs of (e). Peak: Python heap of one cold pack "
+         "(tracemalloc), and its multiple of the candidates' Arrow size."),
         "",
         markdown(("bulk measurement", "result", "detail"), bulk_cells(report.bulk)),
         "",
         markdown(TARGET_COLUMNS, target_cells(report)),
     ]
     if report.profile:
-        parts += ["", "Profile (cProfile, own time):", report.profile]
+        parts += ["", "Profile (cProfile, cumulative time):", report.profile]
     return "\n".join(parts)
 
 
@@ -38,7 +43,7 @@ def markdown(columns: tuple[str, ...], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def pack_cells(row: dict[str, Any], e_cap: float) -> list[str]:
+def pack_cells(row: dict[str, Any]) -> list[str]:
     r = row["ratios"]
     return [
         f"{row['n']:,}", f"{row['budget']:,}", f"{row['packed']:,} ({row['tokens_used']:,})",
@@ -75,14 +80,18 @@ def bulk_cells(bulk: dict[str, Any]) -> list[list[str]]:
           f"{pack['checked']} bundles recounted")],
         [f"bulk packing peak memory, {mem['bundles']:,} bundles / Arrow input",
          f"{mem['ratio']:.2f}x",
-         (f"RSS growth {mem['peak_growth_mib']:.0f} MiB; input {mem['arrow_input_mib']:.0f} "
-          f"MiB ({mem['candidates']:,} candidates); worker processes not included")],
+         (f"process RSS growth {mem['peak_growth_mib']:.0f} MiB (the same GROUP BY without "
+          f"packing: {mem['group_by_only_mib']:.0f} MiB); packer's Python heap peak "
+          f"{mem['python_peak_mib']:.0f} MiB = "
+          f"{mem['python_peak_mib'] / mem['arrow_input_mib']:.2f}x; Arrow input {mem['arrow_input_mib']:.1f} MiB ({mem['candidates']:,} candidates); "
+          "fresh processes, costing worker not included")],
     ]
 
 
 def target_cells(report) -> list[list[str]]:
     rows = {(row["n"], row["budget"]): row for row in report.rows}
     bulk = report.bulk
+    small, large = min(bulk["packing"]["bundles"]), max(bulk["packing"]["bundles"])
 
     def ratio(n: int, budget: int, key: str) -> tuple[float | None, str]:
         row = rows.get((n, budget))
@@ -98,10 +107,14 @@ def target_cells(report) -> list[list[str]]:
         (">= 100x faster than (e), N=1,000, 32K", *ratio(1_000, 32_768, "e/b"), ">=", 100),
         ("token-count UDF >= 0.95x loop throughput", bulk["udf"]["throughput_ratio"], "",
          ">=", 0.95),
-        ("bulk costing on 2 processes >= 1.6x one", bulk["costing"]["speedup"], "", ">=", 1.6),
-        ("bulk packing 20,000 vs 10,000 bundles <= 2.1x", bulk["packing"]["time_ratio"], "",
-         "<=", 2.1),
-        ("peak memory, 10,000 bundles <= 2x Arrow input", bulk["memory"]["ratio"], "", "<=", 2),
+        (f"bulk costing on {bulk['costing']['processes']} processes >= 1.6x one",
+         bulk["costing"]["speedup"], "", ">=", 1.6),
+        (f"bulk packing {large:,} vs {small:,} bundles <= 2.1x",
+         bulk["packing"]["time_ratio"], "", "<=", 2.1),
+        (f"peak memory, {small:,} bundles <= 2x Arrow input: process RSS",
+         bulk["memory"]["ratio"], _group_by_note(bulk["memory"]), "<=", 2),
+        (f"peak memory, {small:,} bundles <= 2x Arrow input: packer's Python heap",
+         _heap_ratio(bulk["memory"]), "", "<=", 2),
     ]
     cells = []
     for name, value, note, op, limit in checks:
@@ -117,3 +130,12 @@ def target_cells(report) -> list[list[str]]:
 def _by(value: float, limit: float, op: str) -> str:
     """How far a miss is, as a factor of the limit."""
     return f"{value / limit:.1f}x" if op == "<=" else f"{limit / value:.1f}x"
+
+
+def _group_by_note(mem: dict[str, Any]) -> str:
+    return f"the GROUP BY alone: {mem['group_by_only_mib'] / mem['arrow_input_mib']:.2f}x"
+
+
+def _heap_ratio(mem: dict[str, Any]) -> float | None:
+    heap = mem.get("python_peak_mib")
+    return None if heap is None else heap / mem["arrow_input_mib"]

@@ -132,6 +132,11 @@ BULK_PACK_SQL = (
     "'event_time': event_time, 'speaker': speaker}), ?) AS bundle "
     "FROM bench_candidates WHERE q < ? GROUP BY q"
 )
+BULK_LISTS_SQL = (  # the same GROUP BY without packing: DuckDB's own share of the memory
+    "SELECT q, list({'id': id, 'score': score, 'content': content, "
+    "'event_time': event_time, 'speaker': speaker}) AS candidates "
+    "FROM bench_candidates WHERE q < ? GROUP BY q"
+)
 BULK_SUMMARY_SQL = "SELECT count(*), max(bundle.tokens_used) FROM (" + BULK_PACK_SQL + ")"
 BULK_CHECK_SQL = "SELECT bundle.context, bundle.tokens_used FROM (" + BULK_PACK_SQL + ")"
 

@@ -24,9 +24,11 @@ from ..prefetch import likely_lines
 from ..tokens import LineCounter
 from .types import BUNDLE_ARROW_TYPE, BUNDLE_SQL_TYPE
 
-# Content characters in one UDF batch above which its lines are costed in bulk, in
-# parallel: about 250K tokens, where two processes save more than the hand-off costs.
-BATCH_THRESHOLD_CHARS = 1_000_000
+# Bundles packed (and converted to Arrow) at a time within one 2,048-row UDF batch.
+SLICE_BUNDLES = 512
+# Content characters in one slice above which its lines are costed in bulk, in parallel:
+# about 100K tokens, where a second process saves more than the hand-off costs.
+BATCH_THRESHOLD_CHARS = 400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,22 +43,30 @@ def pack_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
              configs: pa.ChunkedArray) -> pa.Array:
     """One bundle per row: the rows of a GROUP BY pack in one call per 2,048 groups.
 
-    A large batch first costs the lines its packs will likely need, together and across
-    processes (bulk.py); the packs then find them cached. Small batches skip that step and
-    cost each unseen line once, on first use. The bundles are the same either way.
+    The batch is packed in slices of SLICE_BUNDLES, each turned into Arrow before the
+    next starts, so Python holds one slice's rows and bundles at a time. A large slice first
+    costs the lines its packs will likely need, together and across processes (bulk.py);
+    the packs then find them cached. Smaller slices cost each unseen line once, on first
+    use. The bundles are the same either way.
     """
     parsed: dict[Any, PackingConfig] = {}
-    jobs = []
-    for rows, budget, raw in zip(candidate_rows(candidates), budgets.to_pylist(),
-                                 configs.to_pylist()):
-        config = parsed.get(raw)
-        if config is None:
-            config = parsed[raw] = parse_config(raw)
-        jobs.append([rows or [], budget, config])
-    _cost_batch_lines(jobs)
-    out = [pack_candidates(rows, budget=budget, config=config).to_row()
-           for rows, budget, config in jobs]
-    return pa.array(out, type=BUNDLE_ARROW_TYPE)
+    chunks = []
+    for start in range(0, len(candidates), SLICE_BUNDLES):
+        jobs = []
+        for rows, budget, raw in zip(
+                candidate_rows(candidates.slice(start, SLICE_BUNDLES)),
+                budgets.slice(start, SLICE_BUNDLES).to_pylist(),
+                configs.slice(start, SLICE_BUNDLES).to_pylist()):
+            config = parsed.get(raw)
+            if config is None:
+                config = parsed[raw] = parse_config(raw)
+            jobs.append([rows or [], budget, config])
+        _cost_batch_lines(jobs)
+        chunks.append(pa.array([pack_candidates(rows, budget=budget, config=config).to_row()
+                                for rows, budget, config in jobs], type=BUNDLE_ARROW_TYPE))
+    if not chunks:
+        return pa.array([], type=BUNDLE_ARROW_TYPE)
+    return pa.concat_arrays(chunks)
 
 
 def candidate_rows(candidates: pa.ChunkedArray) -> list[list[dict[str, Any] | None] | None]:

@@ -45,7 +45,7 @@ def section_label(section: Section, namespace: str | None) -> str:
     return f"[{section.value} namespace {json_text(namespace)}]"
 
 
-_MEMO_LIMIT = 32_768
+_MEMO_LIMIT = 16_384
 _MEMOS: list[dict[RecordView, str]] = []
 _F = TypeVar("_F")
 
