@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +21,31 @@ class MemoryBundle:
     excluded: tuple[ExcludedRecord, ...]
     conflicts: tuple[tuple[str, str], ...]
     flags: tuple[str, ...]
-    decisions: tuple[Decision, ...]
     context_references: Mapping[str, str]
     context_guidance: str | None
     config: PackingConfig
     metrics: Mapping[str, float | None]
-    receipt: str
     context_sha256: str
+    explain: Callable[[], tuple[tuple[Decision, ...], str]] = field(repr=False, compare=False)
     receipt_id: str | None = field(default=None)
+    _explained: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    # The per-candidate decisions and the receipt are built on first use: a caller that
+    # only reads the context does not pay for a receipt entry per candidate.
+    @property
+    def decisions(self) -> tuple[Decision, ...]:
+        return self._explanation()[0]
+
+    @property
+    def receipt(self) -> str:
+        """Canonical receipt JSON (deterministic: no clock, no ids)."""
+        return self._explanation()[1]
+
+    def _explanation(self) -> tuple[tuple[Decision, ...], str]:
+        got = self._explained.get("value")
+        if got is None:
+            got = self._explained["value"] = self.explain()
+        return got
 
     def render(self) -> str:
         """Exactly the context text whose tokens tokens_used counts."""

@@ -206,29 +206,33 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budg
     ]
     excluded += [ExcludedRecord(id=c.id, reason=Reason.DUPLICATE, score=c.score, tier=None)
                  for c in duplicates]
-    final_entry = {e.candidate.id: e for e in assembly.entries}
-    decisions = [_decision(o, final_entry.get(o.candidate.id), position)
-                 for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id)]
-    decisions += [Decision(id=c.id, score=c.score, content_sha256=sha256_text(c.content),
-                           tier=None, order_key=None, tried=(), chosen=None, tokens=0,
-                           decision="excluded", reason=Reason.DUPLICATE.value)
-                  for c in duplicates]
     packed_ids = set(position)
     conflicts = tuple(tuple(pair) for pair in _pairs(
         {i: sel.conflicts.get(i, ()) for i in packed_ids}, set(sel.outcomes)))
     metrics = bundle_metrics(included, available)
     context_sha = sha256_text(assembly.context)
-    body = receipt_body(
-        config=config, encoding_sha256=encoding_source(config.encoding).sha256, budget=budget,
-        available=available, tokens_used=assembly.tokens_used, context_sha256=context_sha,
-        flags=flags, conflicts=conflicts, metrics=metrics, decisions=decisions,
-        guidance=assembly.guidance is not None)
+
+    def explain() -> tuple[tuple[Decision, ...], str]:
+        final_entry = {e.candidate.id: e for e in assembly.entries}
+        decisions = [_decision(o, final_entry.get(o.candidate.id), position)
+                     for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id)]
+        decisions += [Decision(id=c.id, score=c.score, content_sha256=sha256_text(c.content),
+                               tier=None, order_key=None, tried=(), chosen=None, tokens=0,
+                               decision="excluded", reason=Reason.DUPLICATE.value)
+                      for c in duplicates]
+        body = receipt_body(
+            config=config, encoding_sha256=encoding_source(config.encoding).sha256,
+            budget=budget, available=available, tokens_used=assembly.tokens_used,
+            context_sha256=context_sha, flags=flags, conflicts=conflicts, metrics=metrics,
+            decisions=decisions, guidance=assembly.guidance is not None)
+        return tuple(decisions), encode_receipt(body)
+
     return MemoryBundle(
         context=assembly.context, tokens_used=assembly.tokens_used, context_budget=budget,
         available=available, included=included, excluded=tuple(excluded), conflicts=conflicts,
-        flags=tuple(flags), decisions=tuple(decisions),
-        context_references=assembly.references, context_guidance=assembly.guidance,
-        config=config, metrics=metrics, receipt=encode_receipt(body), context_sha256=context_sha)
+        flags=tuple(flags), context_references=assembly.references,
+        context_guidance=assembly.guidance, config=config, metrics=metrics,
+        context_sha256=context_sha, explain=explain)
 
 
 def _decision(outcome, entry, position: dict[str, int]) -> Decision:
