@@ -29,7 +29,8 @@ _ENUMS: dict[str, type[Enum]] = {
     "lifecycle_state": Lifecycle,
 }
 _TIMES = ("event_time", "valid_from", "valid_to")
-_TEXTS = ("namespace_id", "session_id", "condition_state")
+_TEXTS = ("namespace_id", "session_id")
+CONDITION_STATES = ("true", "false", "unknown")
 _ID_LISTS = ("evidence_ids", "contradicts")
 
 
@@ -69,6 +70,8 @@ def to_candidate(row: Mapping[str, Any], index: int = 0) -> Candidate:
     for name in _TEXTS:
         if get(name) is not None:
             values[name] = str(row[name])
+    if get("condition_state") is not None:
+        values["condition_state"] = _condition(where, row["condition_state"])
     for name in _ID_LISTS:
         if get(name) is not None:
             values[name] = tuple(_node_id(where, name, v) for v in _sequence(where, name, row[name]))
@@ -114,6 +117,8 @@ _NEW = object.__new__
 _SLOTS = tuple((f.name, f.default, getattr(Candidate, f.name).__set__) for f in fields(Candidate))
 _ENUM_VALUES = {name: {m.value: m for m in enum_type} for name, enum_type in _ENUMS.items()}
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_ANY_CASE_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                            r"[0-9a-fA-F]{12}")
 
 
 class _Where:
@@ -147,11 +152,8 @@ def _node_id(where: _Where, field: str, value: object, required: bool = False) -
         return str(uuid.UUID(bytes=bytes(value)))
     if isinstance(value, (str, int)) and not isinstance(value, bool):
         text = str(value).strip()
-        if len(text) == 36 and text.count("-") == 4:
-            try:
-                return str(uuid.UUID(text))
-            except ValueError:
-                pass
+        if _ANY_CASE_UUID.fullmatch(text):
+            return text.lower()
         return text
     raise where.fail(field, value, "must be a VARCHAR or UUID id", "cast the id to VARCHAR")
 
@@ -259,3 +261,12 @@ def _structured(where: _Where, value: object) -> str:
     except (TypeError, ValueError):
         raise where.fail("structured_value", value, "must be JSON-serialisable",
                          "store valid JSON text or a STRUCT") from None
+
+
+def _condition(where: _Where, value: object) -> str:
+    """A conditional record's condition state: printed in reader tags, so a closed set."""
+    text = str(value).strip().lower()
+    if text not in CONDITION_STATES:
+        raise where.fail("condition_state", value, f"must be one of {', '.join(CONDITION_STATES)}",
+                         "store whether the condition holds as true, false or unknown")
+    return text

@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import ConfigError, did_you_mean
 from .model import Level
-from .timefmt import parse_instant
+from .timefmt import iso, parse_instant
 
 FORMATS = ("reader", "auditable", "compact")
 ORDERINGS = ("balanced", "score", "density")
@@ -93,8 +93,8 @@ class PackingConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values, every field present: what a receipt records."""
         out = asdict(self)
-        if self.reference_time is not None:
-            out["reference_time"] = self.reference_time.isoformat()
+        # In UTC, so equal instants give equal receipts whatever the caller's offset.
+        out["reference_time"] = iso(self.reference_time)
         return out
 
     def with_changes(self, **changes: Any) -> PackingConfig:

@@ -73,6 +73,9 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
                               mode=config.context_guidance_mode,
                               context_format=config.context_format)
     assembly = _assemble_within(selector, budget, available, len(rows), guidance)
+    overflowed = any(o.reason is Reason.BUDGET_OVERFLOW for o in selector.outcomes.values())
+    if overflowed and Flag.BUDGET_OVERFLOW.value not in flags:
+        flags.append(Flag.BUDGET_OVERFLOW.value)
     if guidance is not None and assembly.guidance is None and assembly.entries:
         flags.append(Flag.GUIDANCE_OMITTED.value)
     return _bundle(selector, assembly, duplicates, budget, available, config, flags)
@@ -118,7 +121,11 @@ def _attempt(sel: Selector, c: Candidate) -> None:
 
 
 def _pack_pins_and_tasks(sel: Selector, tier: list[Candidate]) -> bool:
-    """RFC section 7 ladder. Returns True when any pin or task ends up excluded."""
+    """RFC section 7 ladder. Returns True when any pin or task ends up excluded.
+
+    Conflict counterparts of packed pins and tasks are placed only after the whole tier, so
+    a low-priority counterpart never crowds out a pin.
+    """
     ordered = sorted(tier, key=lambda c: (-c.score, c.id))
     if sel.text_required:
         # A record with no text has nothing to show at any level; it is not an overflow.
@@ -128,28 +135,34 @@ def _pack_pins_and_tasks(sel: Selector, tier: list[Candidate]) -> bool:
         ordered = [c for c in ordered if c.has_text]
     for c in ordered:
         sel.outcomes[c.id].order_key = c.score
-        if not sel.decided(c):  # a counterpart of an earlier pin may be placed already
-            sel.include_with_counterparts(c, sel.levels(c, pinned=c.is_pinned))
-    if all(sel.outcomes[c.id].entry is not None for c in ordered):
-        return False
+        sel.try_include(c, sel.levels(c, priority_one=True))
+    if not all(sel.outcomes[c.id].entry is not None for c in ordered):
+        _degrade(sel, ordered)
+    for c in ordered:
+        if sel.outcomes[c.id].entry is not None:
+            sel.include_counterparts(c)
+    return any(sel.outcomes[c.id].entry is None for c in ordered)
+
+
+def _degrade(sel: Selector, ordered: list[Candidate]) -> None:
+    """Steps 2 and 3 of the ladder, for when step 1 could not place every pin and task."""
     # Step 2: all active tasks first, then the pins with the highest STR that still fit.
     tasks = [c for c in ordered if c.is_active_task]
     pins = sorted((c for c in ordered if not c.is_active_task),
                   key=lambda c: (-c.score / max(sel.full_cost(c), 1), c.id))
     _restart(sel, ordered)
-    if all(sel.try_include(c, sel.levels(c)) for c in tasks):
+    if all(sel.try_include(c, sel.levels(c, priority_one=True)) for c in tasks):
         for c in pins:
-            if not sel.try_include(c, sel.levels(c, pinned=True)):
+            if not sel.try_include(c, sel.levels(c, priority_one=True)):
                 sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
-        return True
+        return
     # Step 3: active tasks at their lowest allowed level only; no pins.
     _restart(sel, ordered)
     for c in tasks:
-        if not sel.try_include(c, sel.levels(c)[-1:]):
+        if not sel.try_include(c, sel.levels(c, priority_one=True)[-1:]):
             sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
     for c in pins:
         sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
-    return True
 
 
 def _restart(sel: Selector, tier: list[Candidate]) -> None:
@@ -180,7 +193,9 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
             return assembly
         victim = max(packed, key=lambda o: (o.tier is not Tier.PINNED_OR_TASK, o.entry.order))
         sel.layout.remove(victim.entry)
-        victim.entry, victim.reason = None, Reason.BUDGET_EXHAUSTED
+        dropped = Reason.BUDGET_OVERFLOW if victim.tier is Tier.PINNED_OR_TASK else (
+            Reason.BUDGET_EXHAUSTED)
+        victim.entry, victim.reason = None, dropped
 
 
 def _pairs(links: Mapping[str, tuple[str, ...]], present: set[str]) -> list[list[str]]:

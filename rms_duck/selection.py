@@ -41,11 +41,11 @@ def tier_of(c: Candidate, session_packing: bool = False) -> Tier:
 
 
 def section_of(c: Candidate, level: Level, conflicted: bool, fact_min_confidence: float) -> Section:
-    """RFC section 6: pointers go to references, conflicts to context, the rest by type."""
-    if level is Level.REFERENCE:
-        return Section.REFERENCES
+    """RFC section 6: conflicts go to context, pointers to references, the rest by type."""
     if conflicted:
         return Section.CONTEXT
+    if level is Level.REFERENCE:
+        return Section.REFERENCES
     if c.type is NodeType.ENTITY:
         return Section.ENTITIES
     if c.type is NodeType.FACT and c.confidence >= fact_min_confidence:
@@ -86,6 +86,7 @@ class Selector:
         session_packing = config.session_context_packing is not None
         self.outcomes = {c.id: Outcome(c, tier_of(c, session_packing)) for c in pool}
         self.links = session_links(pool, config.session_window) if session_packing else {}
+        self.triggers = {trigger.id for trigger in self.links.values()}
         for neighbour_id, trigger in self.links.items():
             outcome = self.outcomes[neighbour_id]
             if outcome.tier is Tier.REMAINING and self.outcomes[trigger.id].tier <= Tier.MULTI_PATH:
@@ -157,7 +158,7 @@ class Selector:
         return False
 
     def _miss_reason(self, c: Candidate, levels: Sequence[Level]) -> Reason:
-        if not levels and not self.fmt.text_levels_only:
+        if not levels:
             return Reason.BELOW_MIN_FIDELITY
         return Reason.BUDGET_EXHAUSTED
 
@@ -165,11 +166,14 @@ class Selector:
         """Pack `c`, then at once its CONTRADICTS counterparts, so a conflict travels whole."""
         if not self.try_include(c, levels):
             return False
+        self.include_counterparts(c)
+        return True
+
+    def include_counterparts(self, c: Candidate) -> None:
         for other_id in self.conflicts.get(c.id, ()):
             other = self.outcomes[other_id]
             if other.entry is None and other.reason is None:
                 self.try_include(other.candidate, self.levels(other.candidate))
-        return True
 
     # -- folded repeated text ------------------------------------------------------------
 
@@ -193,9 +197,16 @@ class Selector:
                 outcome = self.outcomes[other.candidate.id]
                 if (other is not entry and outcome.entry is other
                         and outcome.tier is not Tier.PINNED_OR_TASK
+                        and not self._in_adjacent_window(other.candidate)
                         and folds_into(other.view, entry.view)):
                     self._unpack(outcome, Reason.FOLDED)
             self.packed_by_source.setdefault(source, []).append(entry)
+
+    def _in_adjacent_window(self, c: Candidate) -> bool:
+        """Packed members of an "adjacent" session window are never folded away (RFC 5)."""
+        if self.config.session_context_packing != "adjacent" or not self.links:
+            return False
+        return c.id in self.links or c.id in self.triggers
 
     def _unpack(self, outcome: Outcome, reason: Reason) -> None:
         entry = outcome.entry
@@ -212,24 +223,26 @@ class Selector:
 
     # -- representation policy -------------------------------------------------------------
 
-    def levels(self, c: Candidate, *, pinned: bool = False) -> list[Level]:
+    def levels(self, c: Candidate, *, priority_one: bool = False) -> list[Level]:
         """Levels to try, best first, under the configured representation policy."""
         available = [lv for lv in self.allowed if representation_text(c, lv) is not None]
         if self.config.representation_policy == "highest_fit":
             return available
-        start = self._fraction_start(c, pinned)
+        start = self._fraction_start(c, priority_one)
         ladder = [level for level in available if LEVEL_ORDER.index(level) >= start]
-        if self.fmt.text_levels_only and start <= LEVEL_ORDER.index(Level.STRUCTURED):
-            ladder = available  # reader shows STRUCTURED-class records as their text
-        if pinned:
+        if self.fmt.text_levels_only and (
+                priority_one or start <= LEVEL_ORDER.index(Level.STRUCTURED)):
+            # The reader shows only text: STRUCTURED-class records, pins and tasks as text.
+            ladder = available
+        if priority_one:
             return ladder  # RFC Priority 1: STRUCTURED, else KEY_VALUE, else REFERENCE
         # RFC section 5: the chosen level, else a bare REFERENCE, else nothing.
         return ladder[:1] + [lv for lv in ladder[1:] if lv is Level.REFERENCE]
 
-    def _fraction_start(self, c: Candidate, pinned: bool) -> int:
+    def _fraction_start(self, c: Candidate, priority_one: bool) -> int:
         share = self.remaining() / self.available if self.available > 0 else 0.0
         rank = self.rank[c.id]
-        if pinned:
+        if priority_one:
             return LEVEL_ORDER.index(Level.STRUCTURED if share > 0.2 else Level.KEY_VALUE)
         if share > 0.5:
             return LEVEL_ORDER.index(Level.STRUCTURED if rank < 0.5 else Level.KEY_VALUE)
@@ -242,7 +255,8 @@ def _allowed_levels(config: PackingConfig, text_only: bool) -> tuple[Level, ...]
     floor = LEVEL_ORDER.index(config.min_level)
     levels = [level for level in LEVEL_ORDER if LEVEL_ORDER.index(level) <= floor]
     if text_only:
-        levels = [level for level in levels if level in (Level.FULL, Level.PROSE)] or [Level.FULL]
+        # RFC reader extension: "Only the full text (or the identical prose text) is packed."
+        levels = [Level.FULL]
     return tuple(levels)
 
 

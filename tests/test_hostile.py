@@ -108,18 +108,25 @@ def test_hostile_text_stays_on_one_line_and_round_trips(enc, text):
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_speaker_namespace_and_prose_are_escaped_too(enc, text):
-    long_text = " ".join(WORDS) * 10  # ~1,000 tokens: only the stored prose fits
-    rows = [{"id": "h", "score": 0.9, "content": long_text, "prose": "p " + text,
+    rows = [{"id": "h", "score": 0.9, "content": "p " + text,
              "speaker": "s " + text, "namespace_id": "n " + text}]
     bundle = pack(rows, 400, overhead_tokens=0)
     assert bundle.included_ids == ["h"]
-    assert bundle.included[0].representation.value == "prose"
     assert_exact(enc, bundle)
     lines = bundle.render().split("\n")[:-1]
     assert len(lines) == 4
     assert json_text("n " + text) in lines[1]
     assert json_text(("s " + text).strip()) + ":" in lines[2]  # speakers are trimmed
     assert lines[2].endswith(json_text("p " + text))
+    # A stored prose summary (auditable packs it when the full text does not fit).
+    long_text = " ".join(WORDS) * 10  # ~1,000 tokens: only the stored prose fits
+    rows = [{"id": "h", "score": 0.9, "content": long_text, "prose": "p " + text}]
+    bundle = pack(rows, 400, overhead_tokens=0, context_format="auditable",
+                  min_fidelity="prose")
+    assert bundle.included[0].representation.value == "prose"
+    assert_exact(enc, bundle)
+    record = json.loads(bundle.render().split("\n")[2])
+    assert record["text"] == "p " + text
 
 
 def test_hostile_text_through_sql(con, enc):

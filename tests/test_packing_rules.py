@@ -287,11 +287,20 @@ def test_reader_only_packs_text_levels(enc):
 def test_stored_prose_is_used_when_the_full_text_does_not_fit(enc):
     rows = [{"id": "doc", "score": 0.9, "content": LONG * 4,
              "prose": "Infra review: storage, replication, backups, on-call."}]
-    budget = 90
-    bundle = pack(rows, budget)
+    budget = 150
+    bundle = pack(rows, budget, context_format="auditable", min_fidelity="prose")
     assert_within_budget(enc, bundle, budget)
     assert levels(bundle) == {"doc": "prose"}
-    assert json_text(rows[0]["prose"]) in bundle.render()
+    assert json_text(rows[0]["prose"])[1:-1] in bundle.render()
+    assert levels(pack(rows, 1000, context_format="auditable")) == {"doc": "full"}
+
+
+def test_reader_packs_only_the_full_text_never_a_different_summary(enc):
+    rows = [{"id": "doc", "score": 0.9, "content": LONG * 4,
+             "prose": "Infra review: storage, replication, backups, on-call."}]
+    bundle = pack(rows, 90)
+    assert levels(bundle) == {}
+    assert reasons(bundle) == {"doc": "BUDGET_EXHAUSTED"}
     assert levels(pack(rows, 1000)) == {"doc": "full"}
 
 

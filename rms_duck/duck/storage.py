@@ -28,6 +28,7 @@ from ..bundle import MemoryBundle
 from ..errors import ReceiptError
 from ..model import Candidate
 from ..receipts import RECEIPT_VERSION, inputs_json, seal_receipt
+from ..timefmt import as_utc
 from .connection import cursor
 
 _RETRIES = 200
@@ -66,7 +67,7 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
     cur = cursor(con)
     try:
         for attempt in range(_RETRIES):
-            created = (now or datetime.now(UTC)).astimezone(UTC)
+            created = as_utc(now).replace(tzinfo=UTC) if now is not None else datetime.now(UTC)
             try:
                 with _APPEND_LOCK:
                     return _store_once(cur, bundle, body, inputs, chain, session_id, query,

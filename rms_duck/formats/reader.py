@@ -7,6 +7,7 @@ speaker, then the text as a JSON string. Only FULL or PROSE text is packed.
 
 from __future__ import annotations
 
+from ..candidates import CONDITION_STATES
 from ..escape import json_text
 from ..model import Epistemic, Lifecycle, Section
 from ..textcues import text_states_date, text_states_speaker
@@ -79,7 +80,8 @@ def reader_tags(view: RecordView) -> str:
     if c.lifecycle_state not in _QUIET_LIFECYCLE:
         tags.append(c.lifecycle_state.value)
     if c.epistemic_type is Epistemic.CONDITIONAL:
-        tags.append(f"conditional (condition {c.condition_state or 'unknown'})")
+        state = c.condition_state if c.condition_state in CONDITION_STATES else "unknown"
+        tags.append(f"conditional (condition {state})")
     elif c.epistemic_type not in _QUIET_EPISTEMIC and c.epistemic_type.value not in tags:
         tags.append(c.epistemic_type.value)
     if view.contradicts:
