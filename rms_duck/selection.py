@@ -255,8 +255,8 @@ def _allowed_levels(config: PackingConfig, text_only: bool) -> tuple[Level, ...]
     floor = LEVEL_ORDER.index(config.min_level)
     levels = [level for level in LEVEL_ORDER if LEVEL_ORDER.index(level) <= floor]
     if text_only:
-        # RFC reader extension: "Only the full text (or the identical prose text) is packed."
-        levels = [Level.FULL]
+        # The reader shows memory text only: the full text, or a stored prose summary.
+        levels = [level for level in levels if level in (Level.FULL, Level.PROSE)] or [Level.FULL]
     return tuple(levels)
 
 

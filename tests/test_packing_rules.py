@@ -295,13 +295,16 @@ def test_stored_prose_is_used_when_the_full_text_does_not_fit(enc):
     assert levels(pack(rows, 1000, context_format="auditable")) == {"doc": "full"}
 
 
-def test_reader_packs_only_the_full_text_never_a_different_summary(enc):
+def test_reader_shows_the_stored_prose_when_the_full_text_does_not_fit(enc):
     rows = [{"id": "doc", "score": 0.9, "content": LONG * 4,
              "prose": "Infra review: storage, replication, backups, on-call."}]
     bundle = pack(rows, 90)
-    assert levels(bundle) == {}
-    assert reasons(bundle) == {"doc": "BUDGET_EXHAUSTED"}
+    assert_within_budget(enc, bundle, 90)
+    assert levels(bundle) == {"doc": "prose"}
+    assert bundle.render().count("\n- ") == 1 and json_text(rows[0]["prose"]) in bundle.render()
     assert levels(pack(rows, 1000)) == {"doc": "full"}
+    pointers_only = pack([{"id": "doc", "score": 0.9, "content": LONG * 4}], 90)
+    assert reasons(pointers_only) == {"doc": "BUDGET_EXHAUSTED"}
 
 
 # -- RFC section 6: sections ---------------------------------------------------------------
