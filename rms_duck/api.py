@@ -45,7 +45,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
     config = parse_config(config)
     query = None
     if isinstance(candidates, str):
-        checked = check_query(candidates, dialect)
+        checked = check_query(candidates, dialect, tables=known_tables(con))
         rows = _run_read_only(con, checked.sql, params)
         query = checked.to_dict()
     elif isinstance(candidates, (pa.Table, pa.RecordBatch)):
@@ -75,6 +75,18 @@ def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any) -> None:
         persist_counter(con, counter)
     except (duckdb.TransactionException, duckdb.ConstraintException):
         pass
+
+
+def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Every table and view name a query may read: bare, schema- and catalog-qualified."""
+    rows = con.execute(
+        "SELECT database_name, schema_name, table_name FROM duckdb_tables() UNION ALL "
+        "SELECT database_name, schema_name, view_name FROM duckdb_views()").fetchall()
+    names = set()
+    for database, schema, name in rows:
+        database, schema, name = database.lower(), schema.lower(), name.lower()
+        names.update((name, f"{schema}.{name}", f"{database}.{schema}.{name}"))
+    return names
 
 
 _RMS_CALL = re.compile(r"\brms_\w+\s*\(", re.IGNORECASE)

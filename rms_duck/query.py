@@ -5,9 +5,11 @@ SELECT and set operations), and functions in FROM (only range, generate_series, 
 json_each, json_tree and the rms_* table macros). It also rejects what sqlglot parses
 leniently (CHECKPOINT as a column, SELECT ... INTO as a plain select), quoted file paths and
 URLs in FROM (DuckDB replacement scans), and scalar functions that read files, change state
-or reach secrets. A query in another dialect is transpiled to DuckDB and the result is
-guarded again, since that is what runs. Execution then happens inside a READ ONLY
-transaction as a second wall (api._run_read_only).
+or reach secrets. Given the database's table names, it also rejects any unknown name in
+FROM, since DuckDB reads an unknown dotted name such as data.csv as a file. A query in
+another dialect is transpiled to DuckDB and the result is guarded again, since that is
+what runs. Execution then happens inside a READ ONLY transaction, which blocks writes to
+the database (not file reads or settings: the guard is the wall for those).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import sqlglot
@@ -42,13 +45,17 @@ _FILE_FUNCTIONS = re.compile(
     r"write_log|json_execute_serialized_sql|\w+_external_resource\w*|"
     r"query|query_table|postgres_\w+|sqlite_\w+|mysql_\w+|httpfs\w*|load_\w+|"
     r"install_\w+|pragma_\w+|checkpoint|force_checkpoint|export_\w+|import_\w+|"
+    r"enable_logging|disable_logging|truncate_duckdb_logs|duckdb_\w+|arrow_scan\w*|"
+    r"pandas_scan|python_\w+|enable_profiling|disable_profiling|"
     r"rms_pack_udf|rms_replay_udf|pack_context)$",
     re.IGNORECASE,
 )
 # Functions allowed in FROM / JOIN; everything else there is rejected by default.
 _TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "json_each", "json_tree"})
-_PATHLIKE = re.compile(r"[/\\:*?]|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|db|duckdb)$",
-                       re.IGNORECASE)
+_PATH_CHARS = re.compile(r"[/\\:*?.]")
+_FILE_SUFFIX = re.compile(
+    r"\.(csv|tsv|txt|text|parquet|json|jsonl|ndjson|geojson|avro|xlsx|xls|arrow|feather|ipc|"
+    r"orc|gz|zst|bz2|xz|zip|db|duckdb|sqlite|sqlite3|blob)$", re.IGNORECASE)
 _SELECT_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}
 _LEADING_WORD = re.compile(r"^(?:\s+|--[^\n]*\n?|/\*.*?\*/|\()*([A-Za-z_]+)", re.DOTALL)
 
@@ -68,12 +75,16 @@ class CheckedQuery:
                 "sqlglot_version": self.sqlglot_version}
 
 
-def check_query(sql: str, dialect: str = "duckdb") -> CheckedQuery:
+def check_query(sql: str, dialect: str = "duckdb", *,
+                tables: Collection[str] | None = None) -> CheckedQuery:
     """Accept exactly one read-only SELECT; return it transpiled to DuckDB.
 
     Args:
         sql: the caller's ranking query.
         dialect: the sqlglot dialect it is written in (postgres, snowflake, bigquery, ...).
+        tables: the lower-cased names of the tables and views that exist (bare,
+            schema-qualified and catalog-qualified). When given, any other name in FROM is
+            rejected: DuckDB turns an unknown name into a file scan ("data.csv").
 
     Returns:
         The DuckDB SQL to run, its canonical text and its literal-free fingerprint.
@@ -88,12 +99,13 @@ def check_query(sql: str, dialect: str = "duckdb") -> CheckedQuery:
         raise QueryRejectedError(
             f"ranking query must be one SELECT statement, got {sql!r}; "
             "pass for example 'SELECT id, score, content FROM rms_nodes'")
+    known = None if tables is None else frozenset(tables)
     tree = _parse_one(sql, dialect)
-    _check_tree(tree, sql)
+    _check_tree(tree, sql, known)
     duck_sql = tree.sql(dialect="duckdb")
     if dialect != "duckdb":
         # Transpiled text is new input, not trusted output: guard what will actually run.
-        _check_tree(_parse_one(duck_sql, "duckdb"), sql)
+        _check_tree(_parse_one(duck_sql, "duckdb"), sql, known)
     canonical = normalize_identifiers(tree.copy(), dialect="duckdb").sql(
         dialect="duckdb", comments=False, normalize=True)
     return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect, sqlglot.__version__)
@@ -137,33 +149,49 @@ def _parse_one(sql: str, dialect: str) -> exp.Expression:
     return statements[0]
 
 
-def _check_tree(tree: exp.Expression, sql: str) -> None:
+def _check_tree(tree: exp.Expression, sql: str, tables: frozenset[str] | None) -> None:
     if not isinstance(tree, _ROOTS):
         raise _reject(f"{_statement_kind(tree, sql)} statement", sql)
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     for node in tree.walk():
+        if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
+            _check_table_function(node.this, sql)
         if isinstance(node, _FORBIDDEN_NODES):
             raise _reject(f"{_statement_kind(node, sql)} clause", sql)
         if isinstance(node, exp.Select) and node.args.get("into") is not None:
             raise _reject("SELECT ... INTO", sql)
         if isinstance(node, exp.Table):
-            _check_table(node, sql)
+            _check_table(node, sql, tables, ctes)
         if isinstance(node, exp.Func):
             name = _func_name(node)
             if _FILE_FUNCTIONS.match(name) or type(node).__name__.startswith("Read"):
                 raise _reject(f"the function {name}", sql)
 
 
-def _check_table(node: exp.Table, sql: str) -> None:
+def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
+                 ctes: set[str]) -> None:
     this = node.this
     if isinstance(this, exp.Func):
-        name = _func_name(this)
-        if name.lower() not in _TABLE_FUNCTIONS and not name.lower().startswith("rms_"):
-            raise _reject(f"the table function {name} (allowed in FROM: "
-                          f"{', '.join(sorted(_TABLE_FUNCTIONS))} and rms_* macros)", sql)
-    elif not isinstance(this, exp.Identifier):
+        _check_table_function(this, sql)
+        return
+    if not isinstance(this, exp.Identifier):
         raise _reject(f"a file, stage or URL in FROM ({node.sql()})", sql)
-    elif this.quoted and _PATHLIKE.search(this.name):
+    parts = [part.name for part in node.parts]
+    dotted = ".".join(parts)
+    # DuckDB joins the parts with dots to find a file: "data".csv reads data.csv.
+    if any(_PATH_CHARS.search(part) for part in parts) or _FILE_SUFFIX.search(dotted):
         raise _reject(f"a file or URL in FROM ({node.sql()})", sql)
+    if tables is not None and dotted.lower() not in tables and not (
+            len(parts) == 1 and dotted.lower() in ctes):
+        raise _reject(f"the unknown table {dotted} (an unknown name in FROM is read as a "
+                      "file); name an existing table, view or CTE", sql)
+
+
+def _check_table_function(func: exp.Func, sql: str) -> None:
+    name = _func_name(func)
+    if name.lower() not in _TABLE_FUNCTIONS and not name.lower().startswith("rms_"):
+        raise _reject(f"the table function {name} (allowed in FROM: "
+                      f"{', '.join(sorted(_TABLE_FUNCTIONS))} and rms_* macros)", sql)
 
 
 def _func_name(node: exp.Func) -> str:

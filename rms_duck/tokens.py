@@ -67,17 +67,22 @@ def word_runs(text: str) -> int:
 class LineCounter:
     """Counts context lines exactly, caching each line's cost process-wide per encoding."""
 
-    def __init__(self, encoding: str = "cl100k_base", *, record: bool = False) -> None:
+    def __init__(self, encoding: str = "cl100k_base", *, record: bool = False,
+                 shared: bool = True) -> None:
         enc = get_encoding(encoding)
         self.encoding = encoding
         self._encode = enc.encode_ordinary
         # The longest token in the vocabulary bounds how many characters one token covers.
         self.max_token_chars = max_token_bytes(encoding)
+        # shared=False starts from nothing: audits recount instead of trusting any cache.
         with _CACHES_LOCK:
-            self._cache = _CACHES.setdefault(encoding, {})
+            self._cache = _CACHES.setdefault(encoding, {}) if shared else {}
         self.misses = 0
         # With record=True, the lines this counter tokenized, for costcache to persist.
         self._fresh: dict[str, int] | None = {} if record else None
+        # Costs loaded from storage serve this counter only: a tampered rms_line_costs row
+        # must never leak into the process-wide cache, which only tokenizer results enter.
+        self._loaded: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -85,6 +90,8 @@ class LineCounter:
     def line_cost(self, line: str) -> int:
         """Exact tokens of `line + "\\n"`, from the cache when this line was seen before."""
         cost = self._cache.get(line)
+        if cost is None and self._loaded:
+            cost = self._loaded.get(line)
         if cost is None:
             cost = len(self._encode(line + "\n"))
             self.misses += 1
@@ -94,7 +101,8 @@ class LineCounter:
         return cost
 
     def cached_cost(self, line: str) -> int | None:
-        return self._cache.get(line)
+        cost = self._cache.get(line)
+        return self._loaded.get(line) if cost is None else cost
 
     def lower_bound(self, text: str) -> int:
         """A cheap floor on the cost of any line that shows `text` as a JSON string.
@@ -106,15 +114,19 @@ class LineCounter:
 
     def unseen(self, lines: Iterable[str]) -> list[str]:
         """The distinct lines among `lines` whose cost is not cached yet, in first-seen order."""
-        cache = self._cache
-        return list(dict.fromkeys(line for line in lines if line not in cache))
+        cache, loaded = self._cache, self._loaded
+        return list(dict.fromkeys(line for line in lines
+                                  if line not in cache and line not in loaded))
 
     def prime(self, costs: Iterable[tuple[str, int]], *, fresh: bool = False) -> None:
-        """Load known line costs into the cache; fresh=True marks them as just tokenized
-        (bulk costing), not loaded from storage."""
+        """Add known line costs. fresh=True: just tokenized here (bulk costing), so they join
+        the process-wide cache; otherwise loaded from storage, kept for this counter only."""
         for line, cost in costs:
+            if not fresh:
+                self._loaded[line] = cost
+                continue
             self._remember(line, cost)
-            if fresh and self._fresh is not None:
+            if self._fresh is not None:
                 self._fresh[line] = cost
 
     def take_fresh(self) -> dict[str, int]:

@@ -93,3 +93,43 @@ def test_a_conflicted_pointer_stays_in_the_context_section():
     assert {r.representation.value for r in bundle.included} <= {"key_value", "reference"}
     assert {r.section.value for r in bundle.included} == {"context"}
     assert bundle.conflicts == (("a", "b"),)
+
+
+def test_dotted_and_lateral_file_access_is_rejected(con, tmp_path):
+    from rms_duck.errors import QueryRejectedError
+
+    (tmp_path / "s.csv").write_text("id,score,content\n7,0.9,SECRET\n")
+    (tmp_path / "s.geojson").write_text("{}")
+    queries = [
+        f'select * from "{tmp_path}/s".csv', "select * from s.csv", "select * from 's.geojson'",
+        "select * from range(1) t, lateral enable_logging(level := 'debug', storage := 'file', "
+        f"storage_path := '{tmp_path}/logs')",
+        "select * from range(1) t, lateral duckdb_settings()", "select * from nonexistent",
+    ]
+    for query in queries:
+        with pytest.raises(QueryRejectedError, match="ranking query rejected"):
+            rms_duck.pack(con, query, budget=500, store=False)
+    for dialect, query in [("bigquery", "select * from `s.csv`"),
+                           ("postgres", 'select * from "s"."csv"')]:
+        with pytest.raises(QueryRejectedError):
+            rms_duck.pack(con, query, budget=500, store=False, dialect=dialect)
+    assert not (tmp_path / "logs").exists()
+    assert con.execute("SELECT current_setting('enable_logging')").fetchall() == [(False,)]
+    ok = "select id, 0.5 as score, content from main.rms_nodes"
+    assert rms_duck.pack(con, ok, budget=500, store=False).included == ()
+
+
+def test_replay_recounts_instead_of_trusting_tampered_persisted_costs(con):
+    import pyarrow as pa
+
+    from rms_duck.tokens import clear_line_cache
+
+    rows = pa.Table.from_pylist([{"id": f"n{i}", "score": 0.5, "content": f"note number {i}"}
+                                 for i in range(8)])
+    first = rms_duck.pack(con, rows, budget=400)
+    assert rms_duck.replay(con, first.receipt_id).identical
+    con.execute("UPDATE rms_line_costs SET n_tokens = 1000")
+    clear_line_cache()
+    skewed = rms_duck.pack(con, rows, budget=400)
+    assert len(skewed.included) < len(first.included)
+    assert not rms_duck.replay(con, skewed.receipt_id).identical

@@ -12,7 +12,9 @@ from typing import Any
 
 from ..bundle import MemoryBundle
 from ..errors import ReceiptError
+from ..config import parse_config
 from ..packing import pack_candidates
+from ..tokens import LineCounter
 
 
 def repack(inputs: str, *, budget: object, config: Mapping[str, Any] | str | None) -> MemoryBundle:
@@ -47,7 +49,10 @@ def repack(inputs: str, *, budget: object, config: Mapping[str, Any] | str | Non
     if budget is None:
         raise ReceiptError("the receipt has no 'budget' field, got None; it cannot be replayed "
                            "(restore the receipt from a backup)")
-    return pack_candidates(rows, budget=budget, config=config)
+    # A private counter: replay recounts every line rather than trusting a cached or
+    # persisted cost (rms_line_costs is a cache, not evidence).
+    counter = LineCounter(parse_config(config).encoding, shared=False)
+    return pack_candidates(rows, budget=budget, config=config, counter=counter)
 
 
 def _clip(text: object, limit: int = 60) -> str:
