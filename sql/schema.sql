@@ -133,7 +133,8 @@ FROM items;
 -- rms_receipt_problems: every way the stored receipts fail to verify (no rows: all is well).
 -- Checks each digest (sha256 of the receipt text), the columns against the digested body,
 -- the chain (seq 1, 2, 3 ... and prev_sha256 = sha256 of the previous receipt's text) and
--- the bundle binding (context and inputs digests, a bundle for every receipt and back).
+-- the bundle binding (context and inputs digests, the bundle's counts, flags and metrics
+-- against the receipt, a bundle for every receipt and back).
 CREATE VIEW IF NOT EXISTS rms_receipt_problems AS
 WITH hashed AS (
     SELECT r.*, sha256(r.receipt) AS actual_sha256, json_valid(r.receipt) AS is_json
@@ -166,6 +167,32 @@ fields AS (
                           AS VARCHAR)}
     ], recursive := true)
     FROM linked AS l
+    WHERE l.is_json
+),
+bundle_fields AS (
+    SELECT l.chain_namespace, l.seq, l.receipt_id, l.bundle_id, unnest([
+        {'field': 'tokens_used', 'stored': CAST(b.tokens_used AS VARCHAR),
+         'recorded': json_extract_string(l.j, '$.tokens_used')},
+        {'field': 'budget', 'stored': CAST(b.budget AS VARCHAR),
+         'recorded': json_extract_string(l.j, '$.budget')},
+        {'field': 'available', 'stored': CAST(b.available AS VARCHAR),
+         'recorded': json_extract_string(l.j, '$.available')},
+        {'field': 'context_format', 'stored': b.context_format,
+         'recorded': json_extract_string(l.j, '$.config.context_format')},
+        {'field': 'flags', 'stored': CAST(to_json(b.flags) AS VARCHAR),
+         'recorded': CAST(json_extract(l.j, '$.flags') AS VARCHAR)},
+        {'field': 'str_mean', 'stored': CAST(b.str_mean AS VARCHAR),
+         'recorded': CAST(CAST(json_extract(l.j, '$.metrics.str_mean') AS DOUBLE) AS VARCHAR)},
+        {'field': 'str_p10', 'stored': CAST(b.str_p10 AS VARCHAR),
+         'recorded': CAST(CAST(json_extract(l.j, '$.metrics.str_p10') AS DOUBLE) AS VARCHAR)},
+        {'field': 'budget_efficiency', 'stored': CAST(b.budget_efficiency AS VARCHAR),
+         'recorded': CAST(CAST(json_extract(l.j, '$.metrics.budget_efficiency') AS DOUBLE)
+                          AS VARCHAR)},
+        {'field': 'budget_waste', 'stored': CAST(b.budget_waste AS VARCHAR),
+         'recorded': CAST(CAST(json_extract(l.j, '$.metrics.budget_waste') AS DOUBLE)
+                          AS VARCHAR)}
+    ], recursive := true)
+    FROM linked AS l JOIN rms_bundles AS b ON b.bundle_id = l.bundle_id
     WHERE l.is_json
 ),
 bound AS (
@@ -223,6 +250,12 @@ SELECT chain_namespace, seq, receipt_id, bundle_id, 'CONTEXT_MISMATCH',
 FROM bound
 WHERE has_bundle AND (actual_context IS DISTINCT FROM recorded_context
                       OR bundle_context IS DISTINCT FROM recorded_context)
+UNION ALL
+SELECT chain_namespace, seq, receipt_id, bundle_id, 'BUNDLE_FIELD_MISMATCH',
+       'bundle column ' || field || ' is ' || coalesce(stored, 'NULL')
+       || ' but the digested receipt records ' || coalesce(recorded, 'NULL')
+       || ': the bundle row was edited; restore it from a backup'
+FROM bundle_fields WHERE stored IS DISTINCT FROM recorded
 UNION ALL
 SELECT chain_namespace, seq, receipt_id, bundle_id, 'INPUTS_MISMATCH',
        'the receipt records inputs_sha256 ' || coalesce(recorded_inputs, 'NULL')

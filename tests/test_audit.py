@@ -332,8 +332,9 @@ def test_audit_command_fails_when_verification_fails(demo_db, tmp_path, capsys):
     con.close()
     assert main(["audit", "--db", path]) == 1
     out = capsys.readouterr().out
-    assert "verify      FAILED: 2 problem(s)" in out
+    assert "verify      FAILED: 3 problem(s)" in out
     assert "DIGEST_MISMATCH at chain 'maya' seq 2" in out and "CHAIN_BROKEN" in out
+    assert "BUNDLE_FIELD_MISMATCH at chain 'maya' seq 2: bundle column budget" in out
 
 
 def test_audit_command_fails_when_a_replay_differs(demo_db, tmp_path, capsys):

@@ -133,3 +133,20 @@ def test_replay_recounts_instead_of_trusting_tampered_persisted_costs(con):
     skewed = rms_duck.pack(con, rows, budget=400)
     assert len(skewed.included) < len(first.included)
     assert not rms_duck.replay(con, skewed.receipt_id).identical
+
+
+def test_verify_catches_edited_bundle_counts_flags_and_metrics(con):
+    import pyarrow as pa
+
+    rows = pa.Table.from_pylist([{"id": "a", "score": 0.5, "content": "x"}])
+    for budget in (0, 101, 500):
+        rms_duck.pack(con, rows, budget=budget)
+    assert rms_duck.verify_receipts(con) == []
+    con.execute("UPDATE rms_bundles SET tokens_used = tokens_used + 1 WHERE budget = 500")
+    con.execute("UPDATE rms_bundles SET flags = ['X'] WHERE budget = 0")
+    con.execute("UPDATE rms_bundles SET budget_waste = 0.5 WHERE budget = 500")
+    problems = [str(p) for p in rms_duck.verify_receipts(con)]
+    assert len(problems) == 3
+    assert all("BUNDLE_FIELD_MISMATCH" in p for p in problems)
+    assert any("tokens_used" in p for p in problems) and any("flags" in p for p in problems)
+    assert any("budget_waste" in p for p in problems)
