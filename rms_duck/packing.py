@@ -184,8 +184,7 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
             return arrange_adjacent(entries, sel.links)
     while True:
         packed = [o for o in sel.outcomes.values() if o.entry is not None]
-        pairs = _pairs({o.candidate.id: sel.conflicts.get(o.candidate.id, ()) for o in packed},
-                       set(sel.outcomes))
+        pairs = [list(pair) for pair in sorted(sel.layout.pairs)]
         assembly = assemble(sel.layout, budget=budget, available=available, conflicts=pairs,
                             excluded_count=n_rows - len(packed), numbered=numbered,
                             guidance=guidance, arrange=arrange)
@@ -196,11 +195,6 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
         dropped = Reason.BUDGET_OVERFLOW if victim.tier is Tier.PINNED_OR_TASK else (
             Reason.BUDGET_EXHAUSTED)
         victim.entry, victim.reason = None, dropped
-
-
-def _pairs(links: Mapping[str, tuple[str, ...]], present: set[str]) -> list[list[str]]:
-    pairs = {tuple(sorted((a, b))) for a, others in links.items() for b in others if b in present}
-    return [list(pair) for pair in sorted(pairs)]
 
 
 def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budget: int,
@@ -221,9 +215,7 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budg
     ]
     excluded += [ExcludedRecord(id=c.id, reason=Reason.DUPLICATE, score=c.score, tier=None)
                  for c in duplicates]
-    packed_ids = set(position)
-    conflicts = tuple(tuple(pair) for pair in _pairs(
-        {i: sel.conflicts.get(i, ()) for i in packed_ids}, set(sel.outcomes)))
+    conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
     metrics = bundle_metrics(included, available)
     context_sha = sha256_text(assembly.context)
 
