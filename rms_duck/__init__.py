@@ -1,24 +1,59 @@
-"""rms_duck: RFC-0006 context packing inside DuckDB, counted exactly with tiktoken."""
+"""rms_duck: LLM context packed from agent memory, ranked in SQL, cut exactly to a token budget.
+
+The exports resolve lazily (PEP 562), so `import rms_duck` and `rms_duck.pack_candidates`
+load neither duckdb nor sqlglot; the DuckDB-facing names load the adapter on first use.
+"""
 
 from __future__ import annotations
 
-from .api import pack as pack
-from .audit.replay import replay as replay
-from .audit.verify import verify_receipts as verify_receipts
-from .bundle import MemoryBundle as MemoryBundle
-from .config import PackingConfig as PackingConfig
-from .costcache import refresh_line_costs as refresh_line_costs
-from .duck import connect as connect, register as register
-from .duck.organiser import refresh_token_estimates as refresh_token_estimates
-from .encodings import register_bpe_file as register_bpe_file
-from .errors import RmsError as RmsError
-from .packing import pack_candidates as pack_candidates
-from .tokens import count_tokens as count_tokens
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-__all__ = [
-    "MemoryBundle", "PackingConfig", "RmsError", "connect", "count_tokens", "pack",
-    "pack_candidates", "refresh_line_costs", "refresh_token_estimates", "register", "register_bpe_file", "replay",
-    "verify_receipts", "__version__",
-]
+# public name -> module that defines it
+_EXPORTS = {
+    "MemoryBundle": "rms_duck.bundle",
+    "PackingConfig": "rms_duck.config",
+    "RmsError": "rms_duck.errors",
+    "count_tokens": "rms_duck.tokens.counter",
+    "register_bpe_file": "rms_duck.tokens.encodings",
+    "pack_candidates": "rms_duck.packing.pipeline",
+    "connect": "rms_duck.duck.connection",
+    "register": "rms_duck.duck.connection",
+    "pack": "rms_duck.duck.api",
+    "refresh_line_costs": "rms_duck.duck.linecosts",
+    "refresh_token_estimates": "rms_duck.duck.organiser",
+    "replay": "rms_duck.audit.replay",
+    "verify_receipts": "rms_duck.audit.verify",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+if TYPE_CHECKING:
+    from .audit.replay import replay as replay
+    from .audit.verify import verify_receipts as verify_receipts
+    from .bundle import MemoryBundle as MemoryBundle
+    from .config import PackingConfig as PackingConfig
+    from .duck.api import pack as pack
+    from .duck.connection import connect as connect
+    from .duck.connection import register as register
+    from .duck.linecosts import refresh_line_costs as refresh_line_costs
+    from .duck.organiser import refresh_token_estimates as refresh_token_estimates
+    from .errors import RmsError as RmsError
+    from .packing.pipeline import pack_candidates as pack_candidates
+    from .tokens.counter import count_tokens as count_tokens
+    from .tokens.encodings import register_bpe_file as register_bpe_file
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rms_duck' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # resolve once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

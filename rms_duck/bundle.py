@@ -8,7 +8,7 @@ from typing import Any
 
 from .config import PackingConfig
 from .errors import ContextRefError, did_you_mean
-from .model import Decision, ExcludedRecord, IncludedRecord
+from .records import Decision, ExcludedRecord, IncludedRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from .errors import CandidateError, did_you_mean
-from .model import Candidate, Epistemic, Lifecycle, NodeType, SourceType
+from .records import Candidate, Epistemic, Lifecycle, NodeType, SourceType
 from .timefmt import as_utc
 
 _ENUMS: dict[str, type[Enum]] = {
@@ -36,7 +36,8 @@ _ID_LISTS = ("evidence_ids", "contradicts")
 
 def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate]) -> list[Candidate]:
     """Validate rows in order; raise CandidateError at the first bad one."""
-    return [row if isinstance(row, Candidate) else to_candidate(row, i) for i, row in enumerate(rows)]
+    return [row if isinstance(row, Candidate) else to_candidate(row, i)
+            for i, row in enumerate(rows)]
 
 
 def to_candidate(row: Mapping[str, Any], index: int = 0) -> Candidate:
@@ -74,7 +75,8 @@ def to_candidate(row: Mapping[str, Any], index: int = 0) -> Candidate:
         values["condition_state"] = _condition(where, row["condition_state"])
     for name in _ID_LISTS:
         if get(name) is not None:
-            values[name] = tuple(_node_id(where, name, v) for v in _sequence(where, name, row[name]))
+            values[name] = tuple(_node_id(where, name, v)
+                                 for v in _sequence(where, name, row[name]))
     for name in ("salience", "confidence"):
         value = get(name)
         if value is not None:

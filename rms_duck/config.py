@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ConfigError, did_you_mean
-from .model import Level
+from .records import Level
 from .timefmt import iso, parse_instant
 
 FORMATS = ("reader", "auditable", "compact")
@@ -159,4 +159,5 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
 
 
 def _clip(text: str | bytes, limit: int = 80) -> str | bytes:
-    return text if len(text) <= limit else text[:limit] + (b"..." if isinstance(text, bytes) else "...")
+    ellipsis = b"..." if isinstance(text, bytes) else "..."
+    return text if len(text) <= limit else text[:limit] + ellipsis

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .model import IncludedRecord, Level
+from .records import IncludedRecord, Level
 
 
 def str_value(score: float, tokens: int) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import PackingConfig
 from .escape import canonical_json, utf8
-from .model import Candidate, Decision
+from .records import Candidate, Decision
 
 RECEIPT_VERSION = 1
 

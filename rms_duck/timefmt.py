@@ -6,7 +6,7 @@ without an offset) because attaching the host's zone would invent information.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from .errors import ConfigError
 
@@ -15,7 +15,7 @@ def as_utc(value: datetime) -> datetime:
     """Aware -> the same instant in UTC (plain timezone.utc); naive -> unchanged."""
     if value.tzinfo is None or value.utcoffset() is None:
         return value.replace(tzinfo=None)
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def iso(value: datetime | None) -> str | None:

@@ -1,6 +1,6 @@
 -- Bring the lexical index (rms_lexical_docs, _terms, _ngrams) up to date with rms_nodes.
 -- Incremental: nodes deleted or edited since the last run are dropped and re-indexed, new
--- nodes are added, the rest is left alone. rms_duck.ranking.refresh_index(con) runs this in
+-- nodes are added, the rest is left alone. rms_duck.duck.ranking.refresh_index(con) runs this in
 -- one transaction, after the ranking macros (rms_split_terms, rms_word_ngrams) are registered.
 
 -- rms_refresh_stale: indexed nodes that are gone or whose content changed

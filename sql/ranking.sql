@@ -1,6 +1,6 @@
 -- rms_duck ranking: retrieval paths over rms_nodes and their merge, as TEMP table macros.
 -- Pure SQL (no UDFs). The lexical paths read the index tables that
--- rms_duck.ranking.refresh_index(con) keeps current (sql/lexical_refresh.sql).
+-- rms_duck.duck.ranking.refresh_index(con) keeps current (sql/lexical_refresh.sql).
 -- Every path filters to the namespace (NULL: all) and to retrievable lifecycle states.
 
 -- rms_split_terms: the words of a text as the lexical index sees them (lower case, letters and digits)

@@ -336,7 +336,7 @@ CREATE TABLE IF NOT EXISTS rms_line_costs (
 );
 
 -- rms_stopwords: words the lexical index and queries skip (seeded once; edit, then run
--- rms_duck.ranking.refresh_index(con, full=True))
+-- rms_duck.duck.ranking.refresh_index(con, full=True))
 CREATE TABLE IF NOT EXISTS rms_stopwords (
     word  VARCHAR PRIMARY KEY
 );

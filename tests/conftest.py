@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 import rms_duck
-from rms_duck.encodings import get_encoding
+from rms_duck.tokens.encodings import get_encoding
 
 
 def pytest_addoption(parser):

@@ -14,11 +14,11 @@ import pytest
 
 import rms_duck
 from rms_duck.audit.explain import explain
-from rms_duck.audit.repack import repack
 from rms_duck.cli import main
-from rms_duck.demo import run_demo
+from rms_duck.cli.demo import run_demo
 from rms_duck.errors import ReceiptError
 from rms_duck.metrics import _quantile, str_value
+from rms_duck.packing.repack import repack
 
 NODE_QUERY = ("SELECT CAST(id AS VARCHAR) AS id, salience AS score, content FROM rms_nodes "
               "ORDER BY id")
@@ -43,7 +43,7 @@ def demo(demo_db):
 def add_nodes(con, contents: list[str]) -> list[str]:
     ids = [str(uuid.UUID(int=i + 1)) for i in range(len(contents))]
     con.executemany("INSERT INTO rms_nodes (id, content, salience) VALUES (?, ?, 0.5)",
-                    [[i, c] for i, c in zip(ids, contents)])
+                    [[i, c] for i, c in zip(ids, contents, strict=False)])
     return ids
 
 

@@ -11,7 +11,7 @@ import pytest
 from rms_duck.bench import rfc, simulate
 from rms_duck.bench.corpus import TYPES, build_corpus
 from rms_duck.cli import main
-from rms_duck.estimate import DEFAULT_CHARS_PER_TOKEN
+from rms_duck.tokens.estimate import DEFAULT_CHARS_PER_TOKEN
 
 
 @pytest.fixture(scope="module")

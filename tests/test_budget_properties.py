@@ -16,18 +16,19 @@ from __future__ import annotations
 import collections
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 import rms_duck
 from rms_duck.candidates import to_candidate
 from rms_duck.escape import json_text
-from rms_duck.model import Lifecycle, NodeType, Reason
+from rms_duck.packing.represent import representation_text
 from rms_duck.receipts import sha256_text
-from rms_duck.represent import representation_text
-from rms_duck.tokens import clear_line_cache
+from rms_duck.records import Lifecycle, NodeType, Reason
+from rms_duck.tokens.counter import clear_line_cache
 
 PROPERTY_SETTINGS = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow],
@@ -44,7 +45,7 @@ FRAGMENTS = [
 IDS = [f"n{i}" for i in range(12)] + ["a0000000-0000-4000-8000-00000000000f"]
 PATHS = ["LEXICAL", "SEMANTIC", "GRAPH", "SALIENCE", "EPISODE_CONTEXT", "EVIDENCE_CONTEXT",
          "SESSION_CONTEXT"]
-ZONES = [timezone.utc, timezone(timedelta(hours=9)), timezone(timedelta(hours=-5, minutes=-30))]
+ZONES = [UTC, timezone(timedelta(hours=9)), timezone(timedelta(hours=-5, minutes=-30))]
 
 texts = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=10)), max_size=10,

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rms_duck import bulk
 from rms_duck.candidates import to_candidate
 from rms_duck.duck import udfs
 from rms_duck.formats import FORMATS, RecordView
 from rms_duck.formats.base import clear_render_memos
-from rms_duck.model import Level
-from rms_duck.tokens import LineCounter, clear_line_cache, word_runs
+from rms_duck.records import Level
+from rms_duck.tokens import bulk
+from rms_duck.tokens.counter import LineCounter, clear_line_cache, word_runs
 
 from .conftest import rows
 

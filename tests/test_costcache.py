@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rms_duck
-from rms_duck import costcache
-from rms_duck.costcache import (
+from rms_duck.duck import linecosts as costcache
+from rms_duck.duck.linecosts import (
     encoding_key,
     line_sha256,
     load_line_costs,
@@ -20,8 +20,8 @@ from rms_duck.costcache import (
     store_line_costs,
 )
 from rms_duck.formats.base import clear_render_memos
-from rms_duck.packing import pack_candidates
-from rms_duck.tokens import LineCounter, clear_line_cache
+from rms_duck.packing.pipeline import pack_candidates
+from rms_duck.tokens.counter import LineCounter, clear_line_cache
 
 from .conftest import node_id, rows
 

@@ -12,7 +12,7 @@ import random
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import duckdb
 import pytest
@@ -37,7 +37,7 @@ def sample_rows() -> list[dict]:
             "salience": 1.0 if i % 13 == 5 else 0.5,
             "namespace_id": [None, "work", "home"][i % 3],
             "speaker": ["Maya", None, "Assistant"][i % 3],
-            "event_time": datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(hours=7 * i),
+            "event_time": datetime(2025, 1, 1, tzinfo=UTC) + timedelta(hours=7 * i),
             "contradicts": [f"node-{(i + 7) % 24:02d}"] if i % 5 == 0 else [],
         })
     rows.append({**rows[3], "score": 0.1, "content": "a lower-scored copy of node-03"})
@@ -210,8 +210,8 @@ def test_equal_instants_with_different_offsets_render_identically_in_sql(utc_con
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_equal_instants_with_different_offsets_render_identically_in_python(fmt):
-    instant = datetime(2026, 5, 28, 18, 12, tzinfo=timezone.utc)
-    zones = [timezone.utc, timezone(timedelta(hours=9)), timezone(timedelta(hours=-5, minutes=-30))]
+    instant = datetime(2026, 5, 28, 18, 12, tzinfo=UTC)
+    zones = [UTC, timezone(timedelta(hours=9)), timezone(timedelta(hours=-5, minutes=-30))]
     spellings = [instant.astimezone(z) for z in zones]
     spellings += [instant.astimezone(zones[1]).isoformat(), "2026-05-28T18:12:00Z"]
     contexts = set()

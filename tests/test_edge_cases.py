@@ -122,7 +122,7 @@ def test_dotted_and_lateral_file_access_is_rejected(con, tmp_path):
 def test_replay_recounts_instead_of_trusting_tampered_persisted_costs(con):
     import pyarrow as pa
 
-    from rms_duck.tokens import clear_line_cache
+    from rms_duck.tokens.counter import clear_line_cache
 
     rows = pa.Table.from_pylist([{"id": f"n{i}", "score": 0.5, "content": f"note number {i}"}
                                  for i in range(8)])

@@ -11,7 +11,11 @@ import pytest
 
 import rms_duck
 from rms_duck.errors import (
-    CandidateError, ConfigError, EncodingUnavailableError, QueryRejectedError, RmsError,
+    CandidateError,
+    ConfigError,
+    EncodingUnavailableError,
+    QueryRejectedError,
+    RmsError,
 )
 
 UDF_PREFIX = "Python exception occurred while executing the UDF: "

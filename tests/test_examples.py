@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def test_naive_timestamps_stay_nominal_and_aware_ones_render_in_utc():
     aware = [{"id": "a", "score": 0.5, "content": "landed",
               "event_time": datetime(2023, 6, 10, 8, 0, tzinfo=tokyo)}]
     utc = [{"id": "a", "score": 0.5, "content": "landed",
-            "event_time": datetime(2023, 6, 9, 23, 0, tzinfo=timezone.utc)}]
+            "event_time": datetime(2023, 6, 9, 23, 0, tzinfo=UTC)}]
     naive = [{"id": "a", "score": 0.5, "content": "landed",
               "event_time": datetime(2023, 6, 10, 8, 0)}]
     for fmt in ("reader", "auditable"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import rms_duck
-from rms_duck.estimate import estimate_tokens
+from rms_duck.tokens.estimate import estimate_tokens
 
 
 def test_refresh_fills_then_refreshes_only_stale_rows(con):

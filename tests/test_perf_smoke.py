@@ -11,11 +11,11 @@ import time
 import pytest
 
 from rms_duck.bench import perf
-from rms_duck.bench.cli import add_arguments
 from rms_duck.bench.table import PACK_COLUMNS, TARGET_COLUMNS
 from rms_duck.bench.workload import make_rows, rfc_literal_pack
 from rms_duck.candidates import to_candidates
 from rms_duck.cli import main
+from rms_duck.cli.bench import add_arguments
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 import rms_duck
-from rms_duck.api import _run_read_only
+from rms_duck.duck.api import _run_read_only
+from rms_duck.duck.query import check_query
 from rms_duck.errors import QueryRejectedError
-from rms_duck.query import check_query
 
 FIX = "pass one read-only SELECT over your tables"
 

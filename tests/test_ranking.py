@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 import rms_duck
+from rms_duck.duck.ranking import RankingWeights, parse_weights, refresh_index
+from rms_duck.duck.sqlfiles import read_sql
 from rms_duck.errors import ConfigError
-from rms_duck.ranking import RankingWeights, parse_weights, refresh_index
-from rms_duck.sqlfiles import read_sql
 
 
 def nid(i: int) -> str:
@@ -81,15 +81,15 @@ def test_ngram_similarity_is_trigram_set_cosine(con):
 def test_refresh_is_incremental(con):
     add(con, 1, "alpha beta")
     add(con, 2, "gamma")
-    assert refresh_index(con) == rms_duck.ranking.IndexRefresh(indexed=2, dropped=0)
-    assert refresh_index(con) == rms_duck.ranking.IndexRefresh(indexed=0, dropped=0)
+    assert refresh_index(con) == rms_duck.duck.ranking.IndexRefresh(indexed=2, dropped=0)
+    assert refresh_index(con) == rms_duck.duck.ranking.IndexRefresh(indexed=0, dropped=0)
     status = "SELECT * FROM rms_lexical_index_status()"
     assert con.sql(status).fetchall() == [(2, 0, 0, 0)]
     con.execute("UPDATE rms_nodes SET content = 'delta epsilon' WHERE id = ?", [nid(1)]).fetchall()
     con.execute("DELETE FROM rms_nodes WHERE id = ?", [nid(2)]).fetchall()
     add(con, 3, "gamma rays")
     assert con.sql(status).fetchall() == [(0, 1, 1, 1)]
-    assert refresh_index(con) == rms_duck.ranking.IndexRefresh(indexed=2, dropped=2)
+    assert refresh_index(con) == rms_duck.duck.ranking.IndexRefresh(indexed=2, dropped=2)
     terms = con.sql("SELECT term FROM rms_lexical_terms ORDER BY term").fetchall()
     assert terms == [("delta",), ("epsilon",), ("gamma",), ("rays",)]
     assert refresh_index(con, full=True).indexed == 2

@@ -93,7 +93,7 @@ def test_the_venv_imports_the_wheel_not_the_checkout(venv, tmp_path):
 
 PACK_SCRIPT = """
 import json, rms_duck
-from rms_duck.encodings import get_encoding
+from rms_duck.tokens.encodings import get_encoding
 con = rms_duck.connect()
 [(bundle,)] = con.sql(
     "SELECT pack_context(list({'id': 'n' || i, 'score': 1 - i / 20, "

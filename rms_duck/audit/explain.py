@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.connection import cursor
+from ..duck.cursors import cursor
 from .ids import resolve_receipt_id
 
 

@@ -16,12 +16,12 @@ from typing import Any
 import duckdb
 
 from ..bundle import MemoryBundle
-from ..duck.connection import cursor
-from ..encodings import encoding_source
+from ..duck.cursors import cursor
 from ..errors import ReceiptError
+from ..packing.repack import repack
 from ..receipts import sha256_text
+from ..tokens.encodings import encoding_source
 from .ids import resolve_receipt_id
-from .repack import repack
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

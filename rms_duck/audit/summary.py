@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.connection import cursor
+from ..duck.cursors import cursor
 from ..errors import RmsError
 from .replay import replay
 from .verify import ReceiptProblem, verify_receipts
@@ -133,7 +133,8 @@ def _session_table(rows: list[dict[str, Any]]) -> list[str]:
                       for _, key, fmt in _SESSION_COLUMNS])
     widths = [max(len(r[i]) for r in table) for i in range(len(_SESSION_COLUMNS))]
     return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                      for i, (cell, w) in enumerate(zip(r, widths))).rstrip() for r in table]
+                      for i, (cell, w) in enumerate(zip(r, widths, strict=False))).rstrip()
+            for r in table]
 
 
 def _shape(q: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ..duck.connection import cursor
+from ..duck.cursors import cursor
 from ..errors import ReceiptError
 
 PROBLEMS = {

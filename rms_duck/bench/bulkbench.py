@@ -16,12 +16,12 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from ..bulk import cost_lines, start_pool
 from ..candidates import to_candidates
 from ..duck.connection import connect
-from ..encodings import get_encoding
 from ..formats.base import clear_render_memos
-from ..tokens import clear_line_cache
+from ..tokens.bulk import cost_lines, start_pool
+from ..tokens.counter import clear_line_cache
+from ..tokens.encodings import get_encoding
 from .workload import (
     BULK_CHECK_SQL,
     BULK_LISTS_SQL,
@@ -104,7 +104,7 @@ def bulk_packing(plan) -> dict[str, Any]:
     checked = _check_sample(con, plan.bulk_budget)
     con.close()
     small, large = min(plan.bulk_bundles), max(plan.bulk_bundles)
-    ratios = [b / a for a, b in zip(times[small], times[large])]
+    ratios = [b / a for a, b in zip(times[small], times[large], strict=False)]
     return {"bundles": list(plan.bulk_bundles), "per_bundle": plan.per_bundle,
             "budget": plan.bulk_budget, "seconds": {n: statistics.median(v) for n, v in
                                                     times.items()},

@@ -36,10 +36,10 @@ import pyarrow as pa
 
 from ..candidates import to_candidates
 from ..config import PackingConfig
-from ..encodings import get_encoding
 from ..formats.base import clear_render_memos
-from ..packing import pack_candidates
-from ..tokens import clear_line_cache
+from ..packing.pipeline import pack_candidates
+from ..tokens.counter import clear_line_cache
+from ..tokens.encodings import get_encoding
 from . import bulkbench
 from .workload import make_rows, record_lines, rfc_literal_pack
 

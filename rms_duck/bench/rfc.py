@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..estimate import DEFAULT_CHARS_PER_TOKEN, class_counts, estimate_tokens
-from ..tokens import count_tokens
+from ..tokens.counter import count_tokens
+from ..tokens.estimate import DEFAULT_CHARS_PER_TOKEN, class_counts, estimate_tokens
 from .corpus import CorpusObject, build_corpus
 from .simulate import check_request, random_request
 
@@ -55,18 +55,19 @@ def estimate_benchmark(objects: Sequence[CorpusObject],
     """Relative error (estimate - exact) / exact of Method 2 per language, type and overall,
     plus a fresh fit on this corpus and its error on a held-out half."""
     exact = [count_tokens(o.text) for o in objects]
-    errors = [(estimate_tokens(o.text, ratios) - t) / t for o, t in zip(objects, exact)]
+    errors = [(estimate_tokens(o.text, ratios) - t) / t
+              for o, t in zip(objects, exact, strict=True)]
     groups: dict[str, dict[str, list[float]]] = {"language": {}, "type": {}, "script": {}}
-    for o, e in zip(objects, errors):
+    for o, e in zip(objects, errors, strict=False):
         groups["language"].setdefault(o.language, []).append(e)
         groups["type"].setdefault(o.kind, []).append(e)
         groups["script"].setdefault(o.script, []).append(e)
     fitted = fit_chars_per_token(objects, exact)
     half = [i % 2 == 0 for i in range(len(objects))]
-    train = fit_chars_per_token([o for o, h in zip(objects, half) if h],
-                                [t for t, h in zip(exact, half) if h])
+    train = fit_chars_per_token([o for o, h in zip(objects, half, strict=False) if h],
+                                [t for t, h in zip(exact, half, strict=False) if h])
     held_out = [(estimate_tokens(o.text, train) - t) / t
-                for o, t, h in zip(objects, exact, half) if not h]
+                for o, t, h in zip(objects, exact, half, strict=False) if not h]
     return {
         "objects": len(objects), "exact_tokens": sum(exact),
         "languages": len(groups["language"]), "scripts": len(groups["script"]),
@@ -108,7 +109,7 @@ def fit_chars_per_token(objects: Sequence[CorpusObject],
             break
         active.pop(int(np.argmin(solution)))
     fitted = dict(DEFAULT_CHARS_PER_TOKEN)
-    for j, w in zip(active, solution):
+    for j, w in zip(active, solution, strict=False):
         fitted[names[j]] = round(1.0 / float(w), 2)
     return fitted
 
@@ -152,7 +153,7 @@ def adherence_benchmark(requests: int, *, seed: int = 0,
 
 def quality_benchmark(*, smoke: bool = False) -> dict[str, Any]:
     """Evidence retention, highest_fit vs budget_fraction, on the shipped eval example."""
-    from ..demo import examples_dir
+    from ..cli.demo import examples_dir
     from ..evaluation.loader import load_conversations
     from ..evaluation.runner import EvalSettings, run_eval
 

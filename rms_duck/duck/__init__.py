@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
-from .connection import connect as connect, cursor as cursor, register as register
+from .connection import connect as connect
+from .connection import cursor as cursor
+from .connection import register as register
 
 __all__ = ["connect", "cursor", "register"]

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import duckdb
 
-from ..sqlfiles import read_sql
+from .cursors import cursor, install_macros, utc
+from .sqlfiles import read_sql
 from .udfs import UDFS
+
+__all__ = ["connect", "cursor", "register"]
 
 
 def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -35,26 +38,6 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
                             type="arrow", null_handling="special")
     install_macros(con)
     return con
-
-
-def install_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Create the TEMP macros (pack_context, ranking); TEMP objects are per connection/cursor."""
-    con.execute(read_sql("macros.sql"))
-    con.execute(read_sql("ranking.sql"))
-    return con
-
-
-def utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Run this connection (or cursor) in UTC: TIMESTAMPTZ casts depend on the session zone."""
-    con.execute("SET TimeZone = 'UTC'")
-    return con
-
-
-def cursor(con: duckdb.DuckDBPyConnection, *, macros: bool = False) -> duckdb.DuckDBPyConnection:
-    """A cursor for this thread, also in UTC; macros=True also creates the TEMP macros on it
-    (a cursor does not see the connection's TEMP macros; this costs tens of milliseconds)."""
-    cur = utc(con.cursor())
-    return install_macros(cur) if macros else cur
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:

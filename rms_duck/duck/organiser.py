@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from .connection import cursor
+from .cursors import cursor
 
 
 def refresh_token_estimates(con: duckdb.DuckDBPyConnection) -> int:

@@ -26,10 +26,10 @@ import duckdb
 
 from ..bundle import MemoryBundle
 from ..errors import ReceiptError
-from ..model import Candidate
 from ..receipts import RECEIPT_VERSION, inputs_json, seal_receipt
+from ..records import Candidate
 from ..timefmt import as_utc
-from .connection import cursor
+from .cursors import cursor
 
 _RETRIES = 200
 _RETRYABLE = (duckdb.TransactionException, duckdb.ConstraintException)

@@ -7,21 +7,22 @@ Arrow array of the same length. Errors propagate as RmsError subclasses, so SQL 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
-from ..audit.repack import repack
-from ..bulk import default_processes, warm_counter
 from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
-from ..encodings import get_encoding
 from ..errors import ConfigError, RmsError
-from ..estimate import estimate_tokens
-from ..packing import pack_candidates
-from ..prefetch import likely_lines
-from ..tokens import LineCounter
+from ..packing.forecast import likely_lines
+from ..packing.pipeline import pack_candidates
+from ..packing.repack import repack
+from ..tokens.bulk import default_processes, warm_counter
+from ..tokens.counter import LineCounter
+from ..tokens.encodings import get_encoding
+from ..tokens.estimate import estimate_tokens
 from .types import BUNDLE_ARROW_TYPE, BUNDLE_SQL_TYPE
 
 # Bundles packed (and converted to Arrow) at a time within one 2,048-row UDF batch.
@@ -56,7 +57,7 @@ def pack_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
         for rows, budget, raw in zip(
                 candidate_rows(candidates.slice(start, SLICE_BUNDLES)),
                 budgets.slice(start, SLICE_BUNDLES).to_pylist(),
-                configs.slice(start, SLICE_BUNDLES).to_pylist()):
+                configs.slice(start, SLICE_BUNDLES).to_pylist(), strict=False):
             config = parsed.get(raw)
             if config is None:
                 config = parsed[raw] = parse_config(raw)
@@ -89,8 +90,8 @@ def candidate_rows(candidates: pa.ChunkedArray) -> list[list[dict[str, Any] | No
             if column.null_count < len(column):
                 names.append(field.name)
                 columns.append(column.to_pylist())
-        rows: list[dict[str, Any] | None] = [dict(zip(names, values))
-                                             for values in zip(*columns)]
+        rows: list[dict[str, Any] | None] = [dict(zip(names, values, strict=False))
+                                             for values in zip(*columns, strict=False)]
         if not columns:
             rows = [{} for _ in range(len(structs))]
         if structs.null_count:
@@ -98,7 +99,7 @@ def candidate_rows(candidates: pa.ChunkedArray) -> list[list[dict[str, Any] | No
                 if not valid:
                     rows[i] = None
         offsets = chunk.offsets.to_pylist()
-        for lo, hi, valid in zip(offsets, offsets[1:], chunk.is_valid().to_pylist()):
+        for lo, hi, valid in zip(offsets, offsets[1:], chunk.is_valid().to_pylist(), strict=False):
             out.append(rows[lo - base:hi - base] if valid else None)
     return out
 
@@ -134,7 +135,7 @@ def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Ar
         return pa.array([None if t is None else len(encode(t)) for t in values],
                         type=pa.int64())
     out = []
-    for text, name in zip(texts.to_pylist(), encodings.to_pylist()):
+    for text, name in zip(texts.to_pylist(), encodings.to_pylist(), strict=False):
         if name is None:
             raise ConfigError("encoding must name a tiktoken encoding such as 'cl100k_base', "
                               "got NULL")
@@ -145,7 +146,7 @@ def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Ar
 def token_estimate_udf(texts: pa.ChunkedArray, ratios: pa.ChunkedArray) -> pa.Array:
     return pa.array(
         [None if t is None else estimate_tokens(t, r)
-         for t, r in zip(texts.to_pylist(), ratios.to_pylist())],
+         for t, r in zip(texts.to_pylist(), ratios.to_pylist(), strict=False)],
         type=pa.int64())
 
 
@@ -161,7 +162,7 @@ def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
     """
     out = []
     for rows, budget, config in zip(inputs.to_pylist(), budgets.to_pylist(),
-                                    configs.to_pylist()):
+                                    configs.to_pylist(), strict=False):
         if rows is None:
             out.append({"context_sha256": None,
                         "error": "no stored inputs: the receipt's bundle row is missing"})

@@ -30,7 +30,7 @@ def format_table(run: EvalRun) -> str:
         lines.append(cells)
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     text = ["  ".join(cell.ljust(w) if i < 3 else cell.rjust(w)
-                      for i, (cell, w) in enumerate(zip(line, widths))).rstrip()
+                      for i, (cell, w) in enumerate(zip(line, widths, strict=False))).rstrip()
             for line in lines]
     text.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(text)

@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -21,13 +21,13 @@ import pyarrow as pa
 from ..candidates import to_candidates
 from ..config import ORDERINGS, POLICIES, PackingConfig
 from ..duck.connection import connect
-from ..model import TEXT_LEVELS, Candidate
-from ..packing import pack_candidates
-from ..ranking import RankingWeights, parse_weights, refresh_index
+from ..duck.ranking import RankingWeights, parse_weights, refresh_index
+from ..packing.pipeline import pack_candidates
+from ..records import TEXT_LEVELS, Candidate
 from .loader import Conversation, Question
 
 BUDGETS = (2048, 4096, 8192)
-_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _RANK_SQL = "SELECT * FROM rms_candidates(?, ?, ?, weights := ?, ngram_min := ?)"
 _TURN_COLUMNS = ("id", "namespace_id", "content", "speaker", "event_time", "created_at",
                  "session_id", "session_position")
@@ -157,11 +157,11 @@ def store_turns(con: Any, conversations: Sequence[Conversation]) -> None:
             # created_at is the ranking's tie-break after the score: make it come from the data.
             when = t.time
             if when is not None and when.tzinfo is None:
-                when = when.replace(tzinfo=timezone.utc)
+                when = when.replace(tzinfo=UTC)
             created = when or _EPOCH + timedelta(seconds=i)
             for name, value in zip(_TURN_COLUMNS, (
                     t.node_id, conv.conversation_id, t.text, t.speaker, when, created,
-                    t.session, t.position)):
+                    t.session, t.position), strict=False):
                 columns[name].append(value)
     # One Arrow scan instead of executemany: row-at-a-time inserts take seconds per thousand.
     con.register("rms_eval_turns", pa.table(columns))

@@ -8,7 +8,7 @@ a property of the event it reports.
 from __future__ import annotations
 
 from ..escape import json_compact
-from ..model import Section
+from ..records import Section
 from ..timefmt import iso
 from .base import RecordView, memoized, section_label
 

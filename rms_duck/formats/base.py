@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from ..escape import json_text
-from ..model import Candidate, Level, Section
+from ..records import Candidate, Level, Section
 
 
 @dataclass(frozen=True, slots=True)

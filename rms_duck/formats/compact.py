@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..escape import json_compact
-from ..model import Section
+from ..records import Section
 from ..timefmt import iso
 from .base import RecordView, memoized, section_label
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from ..candidates import CONDITION_STATES
 from ..escape import json_text
-from ..model import Epistemic, Lifecycle, Section
-from ..textcues import text_states_date, text_states_speaker
+from ..records import Epistemic, Lifecycle, Section
 from ..timefmt import reader_label
 from .base import RecordView, memoized, section_label
+from .cues import text_states_date, text_states_speaker
 
 _QUIET_LIFECYCLE = frozenset({Lifecycle.TENTATIVE, Lifecycle.STABLE})
 _QUIET_EPISTEMIC = frozenset({Epistemic.OBSERVED, Epistemic.ASSERTED})

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
-class _Named(str, enum.Enum):
-    def __str__(self) -> str:
-        return self.value
+class _Named(enum.StrEnum):
+    """An enum whose members are their SQL/JSON spelling (str() and format() give the value)."""
 
 
 class NodeType(_Named):

@@ -10,9 +10,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from .api import pack
-from .bundle import MemoryBundle
-from .duck.connection import connect
+from ..bundle import MemoryBundle
+from ..duck.api import pack
+from ..duck.connection import connect
 
 NODE_COLUMNS = (
     "id", "namespace_id", "type", "content", "structured_value", "prose", "epistemic_type",
@@ -31,7 +31,7 @@ def examples_dir() -> Path:
         return Path(str(resources.files("rms_duck.examples")))
     except ModuleNotFoundError:
         # A source checkout on sys.path but not installed.
-        return Path(__file__).resolve().parent.parent / "examples"
+        return Path(__file__).resolve().parents[2] / "examples"
 
 
 def load_memory(con, data: dict[str, Any]) -> int:
@@ -48,7 +48,8 @@ def load_memory(con, data: dict[str, Any]) -> int:
         f"INSERT INTO rms_nodes ({', '.join(NODE_COLUMNS)}) VALUES ({marks}) "
         "ON CONFLICT DO NOTHING", rows)
     con.executemany(
-        "INSERT INTO rms_edges (source_id, target_id, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        "INSERT INTO rms_edges (source_id, target_id, kind) VALUES (?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
         [[e["source_id"], e["target_id"], e["kind"]] for e in data["edges"]])
     return con.execute("SELECT count(*) FROM rms_nodes").fetchall()[0][0] - before
 

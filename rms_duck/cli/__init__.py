@@ -7,14 +7,14 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from .errors import RmsError
+from ..errors import RmsError
 
 # command -> (module with add_arguments(parser) and run(args) -> int, help text)
 COMMANDS = {
-    "demo": ("rms_duck.demo", "pack the sample agent memory into a DuckDB file"),
-    "bench": ("rms_duck.bench.cli", "measure packing speed (or the RFC section 10 benchmarks)"),
-    "eval": ("rms_duck.evaluation.cli", "evidence retention of SQL ranking + packing on JSONL"),
-    "audit": ("rms_duck.audit.cli", "summarise and verify the bundles and receipts in a database"),
+    "demo": ("rms_duck.cli.demo", "pack the sample agent memory into a DuckDB file"),
+    "bench": ("rms_duck.cli.bench", "measure packing speed (or the RFC section 10 benchmarks)"),
+    "eval": ("rms_duck.cli.eval", "evidence retention of SQL ranking + packing on JSONL"),
+    "audit": ("rms_duck.cli.audit", "summarise and verify the bundles and receipts in a database"),
 }
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import duckdb
 
+from ..audit.summary import format_summary, summarise
 from ..duck.connection import connect
-from .summary import format_summary, summarise
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..formats.metadata import metadata_line, solve_tokens_used
 from .layout import Entry, Layout
-from .metadata import metadata_line, solve_tokens_used
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     counter, fmt = layout.counter, layout.fmt
     entries: list[Entry] = []
     body: list[str] = []
-    for key, group in layout.ordered():
+    for _key, group in layout.ordered():
         if arrange is not None:
             group = arrange(group)
         first = group[0]

@@ -13,9 +13,9 @@ import sys
 from ..config import FORMATS, ORDERINGS, POLICIES
 from ..duck.connection import connect
 from ..errors import ConfigError
-from .loader import load_conversations
-from .report import ProgressBar, format_summary, format_table
-from .runner import BUDGETS, EvalSettings, run_eval
+from ..evaluation.loader import load_conversations
+from ..evaluation.report import ProgressBar, format_summary, format_table
+from ..evaluation.runner import BUDGETS, EvalSettings, run_eval
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

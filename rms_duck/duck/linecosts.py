@@ -17,14 +17,14 @@ from functools import cache
 
 import pyarrow as pa
 
-from .bulk import warm_counter
-from .candidates import to_candidates
-from .config import PackingConfig
-from .encodings import encoding_source, load_encoding
-from .escape import utf8
-from .model import Candidate
-from .prefetch import frame_lines, likely_lines, standalone_lines
-from .tokens import LineCounter
+from ..candidates import to_candidates
+from ..config import PackingConfig
+from ..escape import utf8
+from ..packing.forecast import frame_lines, likely_lines, standalone_lines
+from ..records import Candidate
+from ..tokens.bulk import warm_counter
+from ..tokens.counter import LineCounter
+from ..tokens.encodings import encoding_source, load_encoding
 
 _NODE_BATCH = 50_000
 # The node columns a rendered line can show (score does not appear in any line).

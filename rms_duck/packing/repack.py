@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..bundle import MemoryBundle
-from ..errors import ReceiptError
 from ..config import parse_config
-from ..packing import pack_candidates
-from ..tokens import LineCounter
+from ..errors import ReceiptError
+from ..tokens.counter import LineCounter
+from .pipeline import pack_candidates
 
 
 def repack(inputs: str, *, budget: object, config: Mapping[str, Any] | str | None) -> MemoryBundle:

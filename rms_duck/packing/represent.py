@@ -8,8 +8,8 @@ pointers. No representation is ever a slice of the text.
 
 from __future__ import annotations
 
-from .model import Candidate, Level
-from .timefmt import iso
+from ..records import Candidate, Level
+from ..timefmt import iso
 
 
 def representation_text(c: Candidate, level: Level) -> str | None:

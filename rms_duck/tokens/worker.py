@@ -1,10 +1,10 @@
-"""Entry point of a token-costing worker process: `python -m rms_duck.costworker` (bulk.py)."""
+"""Entry point of a token-costing worker process: `python -m rms_duck.tokens.worker` (bulk.py)."""
 
 from __future__ import annotations
 
 import sys
 
-from rms_duck.bulk import serve
+from rms_duck.tokens.bulk import serve
 
 if __name__ == "__main__":
     replies = sys.stdout.buffer

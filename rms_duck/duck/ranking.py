@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .sqlfiles import read_sql
 
 SIGNALS = ("lexical", "ngram", "vector", "salience")

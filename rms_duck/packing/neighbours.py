@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .model import Candidate
+from ..records import Candidate
 
 SESSION_PATH = "SESSION_CONTEXT"
 

@@ -9,9 +9,9 @@ speaker (if it has one). Folded records are excluded with reason FOLDED.
 
 from __future__ import annotations
 
-from .formats.base import RecordView
-from .formats.reader import reader_tags
-from .timefmt import as_utc
+from ..formats.base import RecordView
+from ..formats.reader import reader_tags
+from ..timefmt import as_utc
 
 
 def folds_into(inner: RecordView, outer: RecordView) -> bool:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .config import PackingConfig
-from .dedupe import conflict_map, dedupe
-from .formats import RecordView, get_format
-from .metadata import metadata_line
-from .model import Candidate, Level, Section, Tier
+from ..config import PackingConfig
+from ..formats import RecordView, get_format
+from ..formats.metadata import metadata_line
+from ..records import Candidate, Level, Section, Tier
+from ..tokens.counter import word_runs
+from .prepare import conflict_map, dedupe
 from .represent import representation_text
-from .selection import tier_of
-from .tokens import word_runs
+from .selector import tier_of
 
 
 def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget: int) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import tiktoken
 
-from .errors import EncodingUnavailableError, did_you_mean
+from ..errors import EncodingUnavailableError, did_you_mean
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, tuple[tiktoken.Encoding, EncodingSource]] = {}

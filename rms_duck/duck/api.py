@@ -10,15 +10,15 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from .bundle import MemoryBundle
-from .candidates import to_candidates
-from .config import PackingConfig, parse_config
-from .costcache import persist_counter, primed_counter
-from .errors import CandidateError
-from .packing import pack_candidates
+from ..bundle import MemoryBundle
+from ..candidates import to_candidates
+from ..config import PackingConfig, parse_config
+from ..errors import CandidateError
+from ..packing.pipeline import pack_candidates
+from .cursors import cursor
+from .linecosts import persist_counter, primed_counter
 from .query import check_query
-from .duck.connection import cursor
-from .duck.storage import store_bundle
+from .storage import store_bundle
 
 
 def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordBatch, *,

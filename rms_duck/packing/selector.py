@@ -7,16 +7,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from .config import PackingConfig
-from .formats import RecordView, get_format
-from .layout import Entry, Layout
-from .folding import folds_into
-from .model import (
-    EPISODE_PATHS, LEVEL_ORDER, TEXT_LEVELS, Candidate, Level, NodeType, Reason, Section, Tier,
+from ..config import PackingConfig
+from ..formats import RecordView, get_format
+from ..records import (
+    EPISODE_PATHS,
+    LEVEL_ORDER,
+    TEXT_LEVELS,
+    Candidate,
+    Level,
+    NodeType,
+    Reason,
+    Section,
+    Tier,
 )
+from ..tokens.counter import LineCounter
+from .folding import folds_into
+from .layout import Entry, Layout
+from .neighbours import SESSION_PATH, session_links
 from .represent import representation_text
-from .session import SESSION_PATH, session_links
-from .tokens import LineCounter
 
 
 def path_count(c: Candidate, session_packing: bool = False) -> int:

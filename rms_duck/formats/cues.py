@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 from functools import lru_cache
 
-from .timefmt import as_utc
+from ..timefmt import as_utc
 
 _MONTHS = (
     "january", "february", "march", "april", "may", "june", "july",

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 # Characters per cl100k_base token, by class: a relative-error least-squares fit (non-negative)
 # over the 1,200-object corpus of `rms-duck bench --rfc` (16 languages, 10 scripts, prose,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .formats import Format, RecordView
-from .model import Candidate, Level, Section, SECTION_ORDER
-from .tokens import LineCounter
+from ..formats import Format, RecordView
+from ..records import SECTION_ORDER, Candidate, Level, Section
+from ..tokens.counter import LineCounter
 
 _SECTION_RANK = {section: i for i, section in enumerate(SECTION_ORDER)}
 

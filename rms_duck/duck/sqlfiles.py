@@ -12,4 +12,4 @@ def read_sql(name: str) -> str:
         return resources.files("rms_duck.sql").joinpath(name).read_text(encoding="utf-8")
     except ModuleNotFoundError:
         # Running from a source checkout that is on sys.path but not installed.
-        return (Path(__file__).resolve().parent.parent / "sql" / name).read_text(encoding="utf-8")
+        return (Path(__file__).resolve().parents[2] / "sql" / name).read_text(encoding="utf-8")

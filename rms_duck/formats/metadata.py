@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .escape import json_compact
-from .errors import RmsError
+from ..errors import RmsError
+from ..escape import json_compact
 
 
 def metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[Sequence[str]],

@@ -6,7 +6,7 @@ while worker processes encode the others. Small batches stay in process, where h
 texts to a worker would cost more than it saves. The counts are the same either way: a
 worker loads the same encoding, verified against the same sha256 (encodings.py).
 
-Workers are plain `python -m rms_duck.costworker` subprocesses fed length-prefixed pickles over
+Workers are plain `python -m rms_duck.tokens.worker` subprocesses fed length-prefixed pickles over
 their stdin. Unlike multiprocessing's spawn and forkserver methods they never re-import
 the caller's __main__ (so a script without an `if __name__ == "__main__"` guard is safe,
 even when the batch arrives through a SQL statement), and unlike fork they do not copy a
@@ -26,8 +26,8 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
 
+from .counter import LineCounter
 from .encodings import _REGISTERED_FILES, get_encoding, register_bpe_file
-from .tokens import LineCounter
 
 # Below this many characters a batch stays in process: about 50K tokens, tens of
 # milliseconds of encoding, against a few milliseconds of hand-off to a worker.
@@ -81,7 +81,7 @@ def warm_counter(counter: LineCounter, lines: Iterable[str], *, processes: int |
     if unseen:
         costs = cost_lines(unseen, counter.encoding, processes=processes,
                            threshold_chars=threshold_chars)
-        counter.prime(zip(unseen, costs), fresh=True)
+        counter.prime(zip(unseen, costs, strict=False), fresh=True)
     return len(unseen)
 
 
@@ -130,7 +130,7 @@ def _cost_in_pool(texts: list[str], encoding: str, suffix: str, processes: int,
     bounds = _split(texts, processes)
     workers = _workers(processes - 1)
     bpe_file = _REGISTERED_FILES.get(encoding)
-    for worker, (lo, hi) in zip(workers, bounds[1:]):
+    for worker, (lo, hi) in zip(workers, bounds[1:], strict=False):
         worker.send((encoding, suffix, bpe_file, texts[lo:hi]))
     lo, hi = bounds[0]
     out = [len(encode(t + suffix)) for t in texts[lo:hi]]
@@ -163,13 +163,13 @@ def _workers(count: int) -> list[_Worker]:
 
 
 class _Worker:
-    """One `python -m rms_duck.costworker` subprocess and the pipes to it."""
+    """One `python -m rms_duck.tokens.worker` subprocess and the pipes to it."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
         # The child finds rms_duck (and its BPE files) where this process found them.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "rms_duck.costworker"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "rms_duck.tokens.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 
     def alive(self) -> bool:

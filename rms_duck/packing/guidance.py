@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from .timefmt import iso
+from ..timefmt import iso
 
 _TEMPORAL = re.compile(
     r"\b(how (many|long) (days|weeks|months|years|hours)|how long ago|ago\b|since when|"

@@ -25,7 +25,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from .errors import QueryRejectedError
+from ..errors import QueryRejectedError
 
 _ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except)
 _FORBIDDEN_NODES = tuple(

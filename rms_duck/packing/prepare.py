@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .model import Candidate
+from ..records import Candidate
 
 
 def dedupe(rows: Sequence[Candidate]) -> tuple[list[Candidate], list[Candidate]]:

@@ -10,23 +10,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .assemble import Assembly, assemble
-from .bundle import MemoryBundle
-from .candidates import to_candidates
-from .config import PackingConfig, parse_config
-from .dedupe import conflict_map, dedupe
-from .encodings import encoding_source
-from .errors import ConfigError
-from .guidance import build_guidance
-from .metadata import metadata_line
-from .metrics import bundle_metrics
-from .model import (
-    Candidate, Decision, ExcludedRecord, Flag, IncludedRecord, Level, Reason, Tier,
+from ..bundle import MemoryBundle
+from ..candidates import to_candidates
+from ..config import PackingConfig, parse_config
+from ..errors import ConfigError
+from ..formats.metadata import metadata_line
+from ..metrics import bundle_metrics
+from ..receipts import encode_receipt, receipt_body, sha256_text
+from ..records import (
+    Candidate,
+    Decision,
+    ExcludedRecord,
+    Flag,
+    IncludedRecord,
+    Level,
+    Reason,
+    Tier,
 )
-from .receipts import encode_receipt, receipt_body, sha256_text
-from .selection import Selector, order_multipath
-from .session import arrange_adjacent
-from .tokens import LineCounter
+from ..tokens.counter import LineCounter
+from ..tokens.encodings import encoding_source
+from .assemble import Assembly, assemble
+from .guidance import build_guidance
+from .neighbours import arrange_adjacent
+from .prepare import conflict_map, dedupe
+from .selector import Selector, order_multipath
 
 
 def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,

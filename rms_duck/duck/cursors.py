@@ -1,0 +1,27 @@
+"""Cursors in UTC, with the TEMP macros on request: what storage and audits need, no UDFs."""
+
+from __future__ import annotations
+
+import duckdb
+
+from .sqlfiles import read_sql
+
+
+def install_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Create the TEMP macros (pack_context, ranking); TEMP objects are per connection/cursor."""
+    con.execute(read_sql("macros.sql"))
+    con.execute(read_sql("ranking.sql"))
+    return con
+
+
+def utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Run this connection (or cursor) in UTC: TIMESTAMPTZ casts depend on the session zone."""
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def cursor(con: duckdb.DuckDBPyConnection, *, macros: bool = False) -> duckdb.DuckDBPyConnection:
+    """A cursor for this thread, also in UTC; macros=True also creates the TEMP macros on it
+    (a cursor does not see the connection's TEMP macros; this costs tens of milliseconds)."""
+    cur = utc(con.cursor())
+    return install_macros(cur) if macros else cur
