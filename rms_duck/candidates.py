@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from .errors import CandidateError, did_you_mean
-from .records import Candidate, Epistemic, Lifecycle, NodeType, SourceType
+from .records import CONDITION_STATES, Candidate, Epistemic, Lifecycle, NodeType, SourceType
 from .timefmt import as_utc
 
 _ENUMS: dict[str, type[Enum]] = {
@@ -30,7 +30,6 @@ _ENUMS: dict[str, type[Enum]] = {
 }
 _TIMES = ("event_time", "valid_from", "valid_to")
 _TEXTS = ("namespace_id", "session_id")
-CONDITION_STATES = ("true", "false", "unknown")
 _ID_LISTS = ("evidence_ids", "contradicts")
 
 

@@ -9,10 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ConfigError, did_you_mean
+from .formats import FORMATS, Format
 from .records import Level
 from .timefmt import iso, parse_instant
 
-FORMATS = ("reader", "auditable", "compact")
 ORDERINGS = ("balanced", "score", "density")
 POLICIES = ("highest_fit", "budget_fraction")
 GUIDANCE_MODES = ("off", "temporal", "all")
@@ -39,7 +39,7 @@ class PackingConfig:
     fact_min_confidence: float = 0.7
 
     def __post_init__(self) -> None:
-        _choice("context_format", self.context_format, FORMATS)
+        _choice("context_format", self.context_format, tuple(FORMATS))
         _choice("multipath_ordering", self.multipath_ordering, ORDERINGS)
         _choice("representation_policy", self.representation_policy, POLICIES)
         _choice("min_fidelity", self.min_fidelity, tuple(level.value for level in Level))
@@ -80,11 +80,23 @@ class PackingConfig:
             )
         if self.query is not None and not isinstance(self.query, str):
             raise ConfigError(f"config field 'query' must be text, got {self.query!r}")
-        if self.context_citations and self.context_format != "reader":
+        if self.context_citations and not self.format.supports_citations:
+            citing = [name for name, fmt in FORMATS.items() if fmt.supports_citations]
             raise ConfigError(
-                "config field 'context_citations' applies only to context_format 'reader', "
-                f"got context_format {self.context_format!r}; drop context_citations or use reader"
+                "config field 'context_citations' applies only to context_format "
+                f"{' or '.join(map(repr, citing))}, got context_format {self.context_format!r}; "
+                f"drop context_citations or use {citing[0] if citing else 'another format'}"
             )
+
+    @property
+    def format(self) -> Format:
+        """The registered format this config names."""
+        return FORMATS[self.context_format]
+
+    @property
+    def numbered(self) -> bool:
+        """Whether record lines carry local refs (m1, m2, ...): citations or the format's own."""
+        return self.context_citations or self.format.numbers_records
 
     @property
     def min_level(self) -> Level:

@@ -9,6 +9,9 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
+# The closed set of rendered condition states: a free-form value could forge reader tags.
+CONDITION_STATES = ("true", "false", "unknown")
+
 
 class _Named(enum.StrEnum):
     """An enum whose members are their SQL/JSON spelling (str() and format() give the value)."""

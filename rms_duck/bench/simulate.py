@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from ..config import FORMATS, ORDERINGS, POLICIES, PackingConfig
+from ..config import ORDERINGS, POLICIES, PackingConfig
+from ..formats import FORMATS
 from ..packing.pipeline import pack_candidates
 from ..records import Epistemic, Level, Lifecycle, NodeType, SourceType
 from .corpus import seed_texts
@@ -133,7 +134,7 @@ def _candidate(rng: random.Random, node: str, ids: list[str]) -> dict[str, Any]:
 
 
 def _config(rng: random.Random) -> PackingConfig:
-    fmt = rng.choice(FORMATS)
+    fmt = rng.choice(tuple(FORMATS))
     return PackingConfig(
         context_format=fmt, multipath_ordering=rng.choice(ORDERINGS),
         representation_policy=rng.choice(POLICIES),

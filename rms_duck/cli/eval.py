@@ -10,12 +10,13 @@ import argparse
 import json
 import sys
 
-from ..config import FORMATS, ORDERINGS, POLICIES
+from ..config import ORDERINGS, POLICIES
 from ..duck.connection import connect
 from ..errors import ConfigError
 from ..evaluation.loader import load_conversations
 from ..evaluation.report import ProgressBar, format_summary, format_table
 from ..evaluation.runner import BUDGETS, EvalSettings, run_eval
+from ..formats import FORMATS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated multi-path orderings (default: all three)")
     parser.add_argument("--policies", default=",".join(POLICIES),
                         help="comma-separated representation policies (default: both)")
-    parser.add_argument("--format", default="reader", choices=FORMATS, help="context format")
+    parser.add_argument("--format", default="reader", choices=tuple(FORMATS),
+                        help="context format")
     parser.add_argument("--limit", type=int, help="evaluate only the first N questions")
     parser.add_argument("--k", type=int, default=1000, help="candidates ranked per question")
     parser.add_argument("--db", default=":memory:", help="DuckDB file to store the turns in")

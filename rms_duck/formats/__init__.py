@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, did_you_mean
 from .auditable import AuditableFormat
-from .base import Format, RecordView
+from .base import BaseFormat, Format, RecordView
 from .compact import CompactFormat
 from .reader import ReaderFormat
 
@@ -31,4 +31,4 @@ def get_format(name: str) -> Format:
 for _builtin in (ReaderFormat(), AuditableFormat(), CompactFormat()):
     register_format(_builtin)
 
-__all__ = ["FORMATS", "Format", "RecordView", "get_format", "register_format"]
+__all__ = ["FORMATS", "BaseFormat", "Format", "RecordView", "get_format", "register_format"]

@@ -26,8 +26,14 @@ class RecordView:
 
 
 class Format(Protocol):
+    """A context format. The packer asks it these facts instead of testing its name."""
+
     name: str
-    text_levels_only: bool
+    text_levels_only: bool  # only content-bearing representations (no KEY_VALUE/REFERENCE)
+    numbers_records: bool  # every record line carries a local ref (m1, m2, ...)
+    supports_citations: bool  # config context_citations may add [m#] refs
+    folds_repeated_text: bool  # config fold_repeated_text applies (RFC section 5)
+    date_word: str  # how guidance names a record's date in this format
 
     def header(self, *, speakers: bool, citations: bool) -> str: ...
 
@@ -36,6 +42,23 @@ class Format(Protocol):
     def record_line(self, view: RecordView) -> str: ...
 
     def shows_speaker(self, view: RecordView) -> bool: ...
+
+
+class BaseFormat:
+    """Defaults for a format: subclass it, set `name`, write header() and record_line()."""
+
+    name = ""
+    text_levels_only = False
+    numbers_records = False
+    supports_citations = False
+    folds_repeated_text = False
+    date_word = "event_time"
+
+    def section_label(self, section: Section, namespace: str | None) -> str:
+        return section_label(section, namespace)
+
+    def shows_speaker(self, view: RecordView) -> bool:
+        return False
 
 
 def section_label(section: Section, namespace: str | None) -> str:

@@ -30,7 +30,7 @@ def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget:
     if not pool or budget <= config.overhead_tokens:
         return []
     fmt = get_format(config.context_format)
-    numbered = config.context_citations or config.context_format == "compact"
+    numbered = config.numbered
     ref = f"m{len(pool)}" if numbered else None
     conflicts = conflict_map(pool)
     costed_tier = Tier.MULTI_PATH if config.multipath_ordering != "score" else None

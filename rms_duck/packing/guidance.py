@@ -23,11 +23,10 @@ _PERSONAL = re.compile(r"\b(recommend|suggest|should i|what would i like|prefer)
 
 
 def build_guidance(query: str | None, reference_time: datetime | None, *, mode: str,
-                   context_format: str) -> str | None:
+                   date_word: str) -> str | None:
     """One guidance line for this query, or None when no rule applies."""
     if mode == "off" or not query:
         return None
-    date_word = "bracketed date" if context_format == "reader" else "event_time"
     parts = []
     if _TEMPORAL.search(query):
         when = f"QUESTION TIME: {iso(reference_time)}. " if reference_time is not None else ""

@@ -78,7 +78,7 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
             flags.append(Flag.BUDGET_OVERFLOW.value)
     guidance = build_guidance(config.query, config.reference_time,
                               mode=config.context_guidance_mode,
-                              context_format=config.context_format)
+                              date_word=config.format.date_word)
     assembly = _assemble_within(selector, budget, available, len(rows), guidance)
     overflowed = any(o.reason is Reason.BUDGET_OVERFLOW for o in selector.outcomes.values())
     if overflowed and Flag.BUDGET_OVERFLOW.value not in flags:
@@ -184,7 +184,7 @@ def _restart(sel: Selector, tier: list[Candidate]) -> None:
 def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
                      guidance: str | None) -> Assembly:
     """Assemble; if the exact whole output overshoots, drop the last-packed record and retry."""
-    numbered = sel.config.context_citations or sel.config.context_format == "compact"
+    numbered = sel.config.numbered
     arrange = None
     if sel.config.session_context_packing == "adjacent" and sel.links:
         def arrange(entries):

@@ -99,9 +99,9 @@ class Selector:
             outcome = self.outcomes[neighbour_id]
             if outcome.tier is Tier.REMAINING and self.outcomes[trigger.id].tier <= Tier.MULTI_PATH:
                 outcome.tier = Tier.MULTI_PATH
-        self.folding = config.fold_repeated_text and self.fmt.name == "reader"
+        self.folding = config.fold_repeated_text and self.fmt.folds_repeated_text
         self.packed_by_source: dict[str, list[Entry]] = {}
-        numbered = config.context_citations or config.context_format == "compact"
+        numbered = config.numbered
         self.provisional_ref = f"m{len(pool)}" if numbered else None
         self.layout = Layout(self.fmt, counter, config.context_citations, metadata_cost)
         self.allowed = _allowed_levels(config, self.fmt.text_levels_only)
