@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .config import PackingConfig
 from .errors import ContextRefError, did_you_mean
-from .records import Decision, ExcludedRecord, IncludedRecord
+from .records import Candidate, Decision, ExcludedRecord, IncludedRecord
+from .sha import sha256_text
+
+# One candidate's fate, frozen when the pack ends: (candidate, tier, order_key, tried,
+# chosen, tokens, reason, position). Plain values, so a bundle keeps no packer state alive.
+TraceRow = tuple[Candidate, int | None, float | None, tuple[str, ...], str | None, int,
+                 str | None, int | None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,25 +32,45 @@ class MemoryBundle:
     config: PackingConfig
     metrics: Mapping[str, float | None]
     context_sha256: str
-    explain: Callable[[], tuple[tuple[Decision, ...], str]] = field(repr=False, compare=False)
+    encoding_sha256: str
+    guidance_shown: bool
+    trace: tuple[TraceRow, ...] = field(repr=False, compare=False)
     receipt_id: str | None = field(default=None)
-    _explained: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    # The per-candidate decisions and the receipt are built on first use: a caller that
-    # only reads the context does not pay for a receipt entry per candidate.
+    # Decisions, the receipt body and its text derive from the frozen trace on first use,
+    # once each: a caller that only reads the context pays for no receipt.
     @property
     def decisions(self) -> tuple[Decision, ...]:
-        return self._explanation()[0]
+        """One Decision per candidate, sorted by id (the receipt's candidate rows)."""
+        got = self._derived.get("decisions")
+        if got is None:
+            got = self._derived["decisions"] = tuple(
+                Decision(id=c.id, score=c.score, content_sha256=sha256_text(c.content),
+                         tier=tier, order_key=order_key, tried=tried, chosen=chosen,
+                         tokens=tokens, decision="excluded" if chosen is None else "included",
+                         reason=reason, position=position)
+                for c, tier, order_key, tried, chosen, tokens, reason, position in self.trace)
+        return got
+
+    @property
+    def receipt_body(self) -> dict[str, Any]:
+        """The receipt as a dict, before storage adds the chain fields. Do not mutate."""
+        got = self._derived.get("body")
+        if got is None:
+            from .receipts import receipt_body  # receipts reads bundles; bundles import nothing
+
+            got = self._derived["body"] = receipt_body(self)
+        return got
 
     @property
     def receipt(self) -> str:
         """Canonical receipt JSON (deterministic: no clock, no ids)."""
-        return self._explanation()[1]
-
-    def _explanation(self) -> tuple[tuple[Decision, ...], str]:
-        got = self._explained.get("value")
+        got = self._derived.get("text")
         if got is None:
-            got = self._explained["value"] = self.explain()
+            from .escape import canonical_json
+
+            got = self._derived["text"] = canonical_json(self.receipt_body)
         return got
 
     def render(self) -> str:
@@ -73,28 +99,3 @@ class MemoryBundle:
             raise ContextRefError(
                 f"unknown context reference {ref!r}.{hint} Known: {', '.join(known) or 'none'}"
             ) from None
-
-    def to_row(self) -> dict[str, Any]:
-        """The STRUCT pack_context() returns in SQL."""
-        return {
-            "context": self.context,
-            "tokens_used": self.tokens_used,
-            "context_budget": self.context_budget,
-            "included": [
-                {"id": r.id, "section": r.section.value, "representation": r.representation.value,
-                 "tokens": r.tokens, "ref": r.ref, "score": r.score, "tier": int(r.tier),
-                 "conflict": r.conflict}
-                for r in self.included
-            ],
-            "excluded": [
-                {"id": r.id, "reason": r.reason.value, "score": r.score,
-                 "tier": None if r.tier is None else int(r.tier)}
-                for r in self.excluded
-            ],
-            "conflicts": [list(pair) for pair in self.conflicts],
-            "flags": list(self.flags),
-            "context_references": [{"ref": k, "id": v} for k, v in self.context_references.items()],
-            "context_guidance": self.context_guidance,
-            "context_sha256": self.context_sha256,
-            "receipt": self.receipt,
-        }

@@ -8,16 +8,16 @@ tests hold stored receipts and the README to exactly these names.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from .config import PackingConfig
-from .escape import canonical_json, utf8
+from .bundle import MemoryBundle
+from .escape import canonical_json
 from .records import Candidate, Decision
+from .sha import sha256_text
 
 RECEIPT_VERSION = 1
 
@@ -61,10 +61,6 @@ CANDIDATE_FIELDS: dict[str, str] = {
 }
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(utf8(text)).hexdigest()
-
-
 def candidate_to_dict(c: Candidate) -> dict[str, Any]:
     """A JSON-ready form of a candidate that to_candidate() reads back to an equal value."""
     out: dict[str, Any] = {}
@@ -90,34 +86,32 @@ def decision_to_dict(d: Decision) -> dict[str, Any]:
     }
 
 
-def receipt_body(*, config: PackingConfig, encoding_sha256: str, budget: int, available: int,
-                 tokens_used: int, context_sha256: str, flags: Sequence[str],
-                 conflicts: Sequence[Sequence[str]], metrics: dict[str, float | None],
-                 decisions: Sequence[Decision], guidance: bool) -> dict[str, Any]:
+def receipt_body(bundle: MemoryBundle) -> dict[str, Any]:
+    """The receipt of a finished pack (no chain fields yet), built from the bundle alone."""
     return {
         "receipt_version": RECEIPT_VERSION,
-        "encoding": {"name": config.encoding, "sha256": encoding_sha256},
-        "config": config.to_dict(),
-        "budget": budget,
-        "available": available,
-        "tokens_used": tokens_used,
-        "context_sha256": context_sha256,
-        "flags": list(flags),
-        "conflicts": [list(pair) for pair in conflicts],
-        "guidance_shown": guidance,
-        "metrics": metrics,
-        "candidates": [decision_to_dict(d) for d in decisions],
+        "encoding": {"name": bundle.config.encoding, "sha256": bundle.encoding_sha256},
+        "config": bundle.config.to_dict(),
+        "budget": bundle.context_budget,
+        "available": bundle.available,
+        "tokens_used": bundle.tokens_used,
+        "context_sha256": bundle.context_sha256,
+        "flags": list(bundle.flags),
+        "conflicts": [list(pair) for pair in bundle.conflicts],
+        "guidance_shown": bundle.guidance_shown,
+        "metrics": dict(bundle.metrics),
+        "candidates": [decision_to_dict(d) for d in bundle.decisions],
     }
 
 
 def inputs_json(candidates: Sequence[Candidate]) -> str:
-    """Canonical JSON of the candidate inputs, sorted so input order does not matter."""
-    rows = sorted((candidate_to_dict(c) for c in candidates), key=canonical_json)
-    return canonical_json(rows)
+    """Canonical JSON of the candidate inputs, sorted so input order does not matter.
 
-
-def encode_receipt(body: dict[str, Any]) -> str:
-    return canonical_json(body)
+    Each row is serialised once; joining the sorted row texts gives the same bytes as
+    canonical_json of the sorted list.
+    """
+    rows = sorted(canonical_json(candidate_to_dict(c)) for c in candidates)
+    return "[" + ",".join(rows) + "]"
 
 
 def seal_receipt(body: dict[str, Any], *, receipt_id: str, bundle_id: str, created_at: datetime,

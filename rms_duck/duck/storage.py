@@ -13,7 +13,6 @@ statements of one store, which never wait on anything.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -63,7 +62,7 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
     """
     chain = chain_namespace(candidates, namespace)
     inputs = inputs_json(candidates)
-    body = json.loads(bundle.receipt)
+    body = bundle.receipt_body
     cur = cursor(con)
     try:
         for attempt in range(_RETRIES):

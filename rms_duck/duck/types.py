@@ -1,18 +1,12 @@
-"""The SQL and Arrow types of pack_context()'s result, defined once."""
+"""The shape of pack_context()'s result, defined once: Arrow type, SQL type and row."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
-BUNDLE_SQL_TYPE = (
-    "STRUCT(context VARCHAR, tokens_used INTEGER, context_budget INTEGER, "
-    "included STRUCT(id VARCHAR, section VARCHAR, representation VARCHAR, tokens INTEGER, "
-    "ref VARCHAR, score DOUBLE, tier INTEGER, conflict BOOLEAN)[], "
-    "excluded STRUCT(id VARCHAR, reason VARCHAR, score DOUBLE, tier INTEGER)[], "
-    "conflicts VARCHAR[][], flags VARCHAR[], "
-    "context_references STRUCT(ref VARCHAR, id VARCHAR)[], context_guidance VARCHAR, "
-    "context_sha256 VARCHAR, receipt VARCHAR)"
-)
+from ..bundle import MemoryBundle
 
 BUNDLE_ARROW_TYPE = pa.struct([
     ("context", pa.string()),
@@ -34,3 +28,45 @@ BUNDLE_ARROW_TYPE = pa.struct([
     ("context_sha256", pa.string()),
     ("receipt", pa.string()),
 ])
+
+_SQL_NAMES = {pa.string(): "VARCHAR", pa.int32(): "INTEGER", pa.float64(): "DOUBLE",
+              pa.bool_(): "BOOLEAN"}
+
+
+def sql_type(arrow_type: pa.DataType) -> str:
+    """The DuckDB spelling of an Arrow type built from strings, ints, doubles, lists, structs."""
+    if pa.types.is_struct(arrow_type):
+        fields = (arrow_type.field(i) for i in range(arrow_type.num_fields))
+        return "STRUCT(" + ", ".join(f"{f.name} {sql_type(f.type)}" for f in fields) + ")"
+    if pa.types.is_list(arrow_type):
+        return sql_type(arrow_type.value_type) + "[]"
+    return _SQL_NAMES[arrow_type]
+
+
+BUNDLE_SQL_TYPE = sql_type(BUNDLE_ARROW_TYPE)
+
+
+def bundle_row(bundle: MemoryBundle) -> dict[str, Any]:
+    """The STRUCT pack_context() returns in SQL, as a Python dict of BUNDLE_ARROW_TYPE."""
+    return {
+        "context": bundle.context,
+        "tokens_used": bundle.tokens_used,
+        "context_budget": bundle.context_budget,
+        "included": [
+            {"id": r.id, "section": r.section.value, "representation": r.representation.value,
+             "tokens": r.tokens, "ref": r.ref, "score": r.score, "tier": int(r.tier),
+             "conflict": r.conflict}
+            for r in bundle.included
+        ],
+        "excluded": [
+            {"id": r.id, "reason": r.reason.value, "score": r.score,
+             "tier": None if r.tier is None else int(r.tier)}
+            for r in bundle.excluded
+        ],
+        "conflicts": [list(pair) for pair in bundle.conflicts],
+        "flags": list(bundle.flags),
+        "context_references": [{"ref": k, "id": v} for k, v in bundle.context_references.items()],
+        "context_guidance": bundle.context_guidance,
+        "context_sha256": bundle.context_sha256,
+        "receipt": bundle.receipt,
+    }

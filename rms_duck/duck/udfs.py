@@ -23,7 +23,7 @@ from ..tokens.bulk import default_processes, warm_counter
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import get_encoding
 from ..tokens.estimate import estimate_tokens
-from .types import BUNDLE_ARROW_TYPE, BUNDLE_SQL_TYPE
+from .types import BUNDLE_ARROW_TYPE, BUNDLE_SQL_TYPE, bundle_row
 
 # Bundles packed (and converted to Arrow) at a time within one 2,048-row UDF batch.
 SLICE_BUNDLES = 512
@@ -63,7 +63,7 @@ def pack_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
                 config = parsed[raw] = parse_config(raw)
             jobs.append([rows or [], budget, config])
         _cost_batch_lines(jobs)
-        chunks.append(pa.array([pack_candidates(rows, budget=budget, config=config).to_row()
+        chunks.append(pa.array([bundle_row(pack_candidates(rows, budget=budget, config=config))
                                 for rows, budget, config in jobs], type=BUNDLE_ARROW_TYPE))
     if not chunks:
         return pa.array([], type=BUNDLE_ARROW_TYPE)

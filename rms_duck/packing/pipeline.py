@@ -10,23 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..bundle import MemoryBundle
+from ..bundle import MemoryBundle, TraceRow
 from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError
 from ..formats.metadata import metadata_line
 from ..metrics import bundle_metrics
-from ..receipts import encode_receipt, receipt_body, sha256_text
 from ..records import (
     Candidate,
-    Decision,
     ExcludedRecord,
     Flag,
     IncludedRecord,
-    Level,
     Reason,
     Tier,
 )
+from ..sha import sha256_text
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import encoding_source
 from .assemble import Assembly, assemble
@@ -224,42 +222,33 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budg
                  for c in duplicates]
     conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
     metrics = bundle_metrics(included, available)
-    context_sha = sha256_text(assembly.context)
-
-    def explain() -> tuple[tuple[Decision, ...], str]:
-        final_entry = {e.candidate.id: e for e in assembly.entries}
-        decisions = [_decision(o, final_entry.get(o.candidate.id), position)
-                     for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id)]
-        decisions += [Decision(id=c.id, score=c.score, content_sha256=sha256_text(c.content),
-                               tier=None, order_key=None, tried=(), chosen=None, tokens=0,
-                               decision="excluded", reason=Reason.DUPLICATE.value)
-                      for c in duplicates]
-        body = receipt_body(
-            config=config, encoding_sha256=encoding_source(config.encoding).sha256,
-            budget=budget, available=available, tokens_used=assembly.tokens_used,
-            context_sha256=context_sha, flags=flags, conflicts=conflicts, metrics=metrics,
-            decisions=decisions, guidance=assembly.guidance is not None)
-        return tuple(decisions), encode_receipt(body)
-
     return MemoryBundle(
         context=assembly.context, tokens_used=assembly.tokens_used, context_budget=budget,
         available=available, included=included, excluded=tuple(excluded), conflicts=conflicts,
         flags=tuple(flags), context_references=assembly.references,
         context_guidance=assembly.guidance, config=config, metrics=metrics,
-        context_sha256=context_sha, explain=explain)
+        context_sha256=sha256_text(assembly.context),
+        encoding_sha256=encoding_source(config.encoding).sha256,
+        guidance_shown=assembly.guidance is not None,
+        trace=_trace(sel, assembly, duplicates, position))
 
 
-def _decision(outcome, entry, position: dict[str, int]) -> Decision:
-    c = outcome.candidate
-    included = entry is not None
-    return Decision(
-        id=c.id, score=c.score, content_sha256=sha256_text(c.content), tier=int(outcome.tier),
-        order_key=outcome.order_key, tried=tuple(level.value for level in outcome.tried),
-        chosen=entry.level.value if included else None,
-        tokens=entry.cost if included else 0,
-        decision="included" if included else "excluded",
-        reason=None if included else (outcome.reason or Reason.BUDGET_EXHAUSTED).value,
-        position=position.get(c.id))
+def _trace(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
+           position: dict[str, int]) -> tuple[TraceRow, ...]:
+    """Freeze each candidate's fate once, sorted by id, duplicates last (the receipt's order)."""
+    final = {e.candidate.id: e for e in assembly.entries}
+    rows: list[TraceRow] = []
+    for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id):
+        c, entry = o.candidate, final.get(o.candidate.id)
+        tried = tuple(level.value for level in o.tried)
+        if entry is None:
+            reason = (o.reason or Reason.BUDGET_EXHAUSTED).value
+            rows.append((c, int(o.tier), o.order_key, tried, None, 0, reason, None))
+        else:
+            rows.append((c, int(o.tier), o.order_key, tried, entry.level.value, entry.cost,
+                         None, position[c.id]))
+    rows += [(c, None, None, (), None, 0, Reason.DUPLICATE.value, None) for c in duplicates]
+    return tuple(rows)
 
 
-__all__ = ["pack_candidates", "Level"]
+__all__ = ["pack_candidates"]
