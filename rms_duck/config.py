@@ -151,10 +151,15 @@ def parse_config(value: object) -> PackingConfig:
 def _load_json(text: str | bytes) -> object:
     try:
         parsed = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ConfigError(
             f"config is not valid JSON ({exc.msg} at position {exc.pos}): {_clip(text)!r}; "
             'pass an object such as \'{"context_format": "auditable"}\''
+        ) from None
+    except UnicodeDecodeError as exc:  # bytes only; json.loads decodes them first
+        raise ConfigError(
+            f"config bytes are not UTF-8 ({exc.reason} at byte {exc.start}): {_clip(text)!r}; "
+            "pass the JSON as UTF-8 bytes or as str"
         ) from None
     # A VARCHAR passed through to_json() arrives JSON-quoted once more.
     if isinstance(parsed, str):
@@ -171,5 +176,6 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
 
 
 def _clip(text: str | bytes, limit: int = 80) -> str | bytes:
-    ellipsis = b"..." if isinstance(text, bytes) else "..."
-    return text if len(text) <= limit else text[:limit] + ellipsis
+    if len(text) <= limit:
+        return text
+    return text[:limit] + b"..." if isinstance(text, bytes) else text[:limit] + "..."

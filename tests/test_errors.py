@@ -174,6 +174,13 @@ def test_budget_must_be_a_whole_number(budget):
         rms_duck.pack_candidates([GOOD], budget=budget)
 
 
+def test_config_bytes_that_are_not_utf8():
+    # mypy found this path: json.loads raises UnicodeDecodeError, which has no .msg/.pos.
+    with pytest.raises(ConfigError, match=r"config bytes are not UTF-8 \(invalid start byte at "
+                                          r"byte 0\): b'\\xff\{'; pass the JSON as UTF-8"):
+        rms_duck.pack_candidates([GOOD], budget=500, config=b"\xff{")
+
+
 def test_null_budget_in_sql(shared_con):
     with pytest.raises(duckdb.InvalidInputException,
                        match="ConfigError: budget must be a whole number of tokens, got None"):

@@ -30,7 +30,7 @@ class ReplayResult:
 
     receipt_id: str
     bundle_id: str
-    recorded_sha256: str
+    recorded_sha256: str | None  # None when an edited receipt lost its context_sha256
     replayed_sha256: str
     same_decisions: bool
     changed_nodes: tuple[str, ...]
@@ -88,7 +88,7 @@ def _load(cur: duckdb.DuckDBPyConnection, rid: str) -> tuple[dict[str, Any], str
         "WHERE r.receipt_id = ?", [rid]).fetchall()[0]
     try:
         body = json.loads(receipt)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ReceiptError(
             f"receipt {rid!r} is not valid JSON ({exc.msg} at position {exc.pos}); it was "
             "edited after it was written: run rms_duck.verify_receipts(con) and restore it"

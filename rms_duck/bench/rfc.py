@@ -126,8 +126,8 @@ def adherence_benchmark(requests: int, *, seed: int = 0,
     """Pack `requests` random requests; count contexts over budget or miscounted."""
     rng = random.Random(f"rms-duck-adherence-{seed}")
     started = time.perf_counter()
-    tally = {"requests": requests, "violations": 0, "miscounted": 0, "errors": 0,
-             "empty_budget_requests": 0, "candidates": 0, "max_fill": 0.0}
+    tally: dict[str, Any] = {"requests": requests, "violations": 0, "miscounted": 0, "errors": 0,
+                             "empty_budget_requests": 0, "candidates": 0, "max_fill": 0.0}
     examples: list[str] = []
     step = max(1, requests // 100)
     for i in range(requests):

@@ -7,6 +7,7 @@ speakers and retrieval paths in the proportions a chat memory store shows.
 
 from __future__ import annotations
 
+import inspect
 import random
 import time
 import uuid
@@ -88,7 +89,7 @@ def rfc_literal_pack(candidates: Sequence[Candidate], *, budget: int, overhead: 
     when time.perf_counter() passes `deadline` first.
     """
     fmt = get_format(context_format)
-    render = fmt.record_line.__wrapped__  # the renderer itself, without the line memo
+    render = inspect.unwrap(fmt.record_line)  # the renderer itself, without the line memo
     header = fmt.header(speakers=any(c.speaker for c in candidates), citations=False)
     label = fmt.section_label(Section.CONTEXT, None)
     available = budget - overhead

@@ -82,7 +82,7 @@ def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     rows = con.execute(
         "SELECT database_name, schema_name, table_name FROM duckdb_tables() UNION ALL "
         "SELECT database_name, schema_name, view_name FROM duckdb_views()").fetchall()
-    names = set()
+    names: set[str] = set()
     for database, schema, name in rows:
         database, schema, name = database.lower(), schema.lower(), name.lower()
         names.update((name, f"{schema}.{name}", f"{database}.{schema}.{name}"))

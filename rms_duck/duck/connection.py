@@ -34,7 +34,9 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
             if not replace:
                 continue
             con.remove_function(udf.name)
-        con.create_function(udf.name, udf.function, list(udf.parameters), udf.return_type,
+        # The stubs take only enums for type/null_handling and reject list[str]; both work.
+        con.create_function(udf.name, udf.function,  # type: ignore[call-overload]
+                            list(udf.parameters), udf.return_type,
                             type="arrow", null_handling="special")
     install_macros(con)
     return con

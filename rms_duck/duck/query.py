@@ -111,7 +111,7 @@ def check_query(sql: str, dialect: str = "duckdb", *,
     return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect, sqlglot.__version__)
 
 
-def fingerprint(tree: exp.Expression) -> str:
+def fingerprint(tree: exp.Expr) -> str:
     """sha256 of the canonical SQL with every literal replaced by '?': the query's shape."""
     shape = normalize_identifiers(tree.copy(), dialect="duckdb")
     shape = shape.transform(lambda node: exp.Placeholder() if isinstance(node, exp.Literal)
@@ -120,7 +120,7 @@ def fingerprint(tree: exp.Expression) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _parse_one(sql: str, dialect: str) -> exp.Expression:
+def _parse_one(sql: str, dialect: str) -> exp.Expr:
     quiet = logging.getLogger("sqlglot")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # its "falling back to Command" warnings are ours to report
@@ -149,7 +149,7 @@ def _parse_one(sql: str, dialect: str) -> exp.Expression:
     return statements[0]
 
 
-def _check_tree(tree: exp.Expression, sql: str, tables: frozenset[str] | None) -> None:
+def _check_tree(tree: exp.Expr, sql: str, tables: frozenset[str] | None) -> None:
     if not isinstance(tree, _ROOTS):
         raise _reject(f"{_statement_kind(tree, sql)} statement", sql)
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -199,7 +199,7 @@ def _func_name(node: exp.Func) -> str:
     return name or type(node).__name__
 
 
-def _statement_kind(node: exp.Expression, sql: str) -> str:
+def _statement_kind(node: exp.Expr, sql: str) -> str:
     """What to call a rejected statement: sqlglot's node, or the SQL's own first keyword
     when sqlglot fell back to a Command or mis-parsed a bare word (CHECKPOINT -> Column)."""
     if isinstance(node, exp.Command):

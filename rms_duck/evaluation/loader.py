@@ -92,7 +92,8 @@ def _conversation(record: Any, where: str) -> Conversation:
         raise EvalDataError(f"{where}: expected a JSON object with conversation_id, turns and "
                             f"questions, got {type(record).__name__}")
     conv_id = _text(record, "conversation_id", where)
-    turns, positions, seen = [], {}, set()
+    turns, seen = [], set()
+    positions: dict[str | None, int] = {}  # session -> turns seen in it so far
     for i, raw in enumerate(_list(record, "turns", where)):
         at = f"{where}, turns[{i}]"
         turn_id = _text(raw, "id", at)

@@ -24,7 +24,7 @@ class AuditableFormat(BaseFormat):
     @memoized
     def record_line(self, view: RecordView) -> str:
         c = view.candidate
-        record = {
+        record: dict[str, object] = {
             "id": c.id,
             "type": c.type.value,
             "namespace": c.namespace_id,

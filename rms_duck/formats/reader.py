@@ -54,8 +54,9 @@ class ReaderFormat(BaseFormat):
         tags = reader_tags(view)
         if tags:
             parts.append(f"[{tags}]")
-        if self.shows_speaker(view):
-            parts.append(json_text(view.candidate.speaker) + ":")
+        speaker = view.candidate.speaker
+        if speaker is not None and self.shows_speaker(view):
+            parts.append(json_text(speaker) + ":")
         parts.append(json_text(view.text))
         return " ".join(parts)
 

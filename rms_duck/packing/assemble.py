@@ -32,6 +32,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     counter, fmt = layout.counter, layout.fmt
     entries: list[Entry] = []
     body: list[str] = []
+    references: dict[str, str] = {}  # citation ref -> candidate id, when numbered
     for _key, group in layout.ordered():
         if arrange is not None:
             group = arrange(group)
@@ -39,7 +40,9 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         body.append(fmt.section_label(first.section, first.candidate.namespace_id))
         for entry in group:
             if numbered:
-                entry = _renumber(entry, f"m{len(entries) + 1}", layout)
+                ref = f"m{len(entries) + 1}"
+                entry = _renumber(entry, ref, layout)
+                references[ref] = entry.candidate.id
             entries.append(entry)
             body.append(entry.line)
     header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)
@@ -65,11 +68,9 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     actual = counter.count(context)
     if actual != total:
         # The per-line sum and the whole count disagree; trust only the whole count.
-        actual = _settle(context, lines, meta, counter.count)
-        context, total = actual
+        context, total = _settle(context, lines, meta, counter.count)
         if total > available:
             return None
-    references = {e.view.ref: e.candidate.id for e in entries} if numbered else {}
     return Assembly(context, total, tuple(entries), references, shown_guidance)
 
 

@@ -42,6 +42,7 @@ def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget:
         if room <= 0 and tier is not costed_tier:
             continue
         text = representation_text(c, Level.FULL)
+        assert text is not None  # FULL is the content itself, always a str
         lines.append(fmt.record_line(RecordView(c, Level.FULL, text, ref,
                                                 conflicts.get(c.id, ()))))
         room -= word_runs(text)

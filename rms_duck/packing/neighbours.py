@@ -32,6 +32,7 @@ def session_links(pool: Sequence[Candidate], window: int) -> dict[str, Candidate
         if not is_neighbour(c) or c.session_id is None or c.session_position is None:
             continue
         for trigger in triggers.get((c.namespace_id, c.session_id), ()):
+            assert trigger.session_position is not None  # triggers holds positioned ones only
             if abs(trigger.session_position - c.session_position) <= window:
                 links[c.id] = trigger
                 break

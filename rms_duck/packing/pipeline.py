@@ -188,15 +188,16 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
         def arrange(entries):
             return arrange_adjacent(entries, sel.links)
     while True:
-        packed = [o for o in sel.outcomes.values() if o.entry is not None]
+        packed = [(o, o.entry) for o in sel.outcomes.values() if o.entry is not None]
         pairs = [list(pair) for pair in sorted(sel.layout.pairs)]
         assembly = assemble(sel.layout, budget=budget, available=available, conflicts=pairs,
                             excluded_count=n_rows - len(packed), numbered=numbered,
                             guidance=guidance, arrange=arrange)
         if assembly is not None:
             return assembly
-        victim = max(packed, key=lambda o: (o.tier is not Tier.PINNED_OR_TASK, o.entry.order))
-        sel.layout.remove(victim.entry)
+        victim, entry = max(packed, key=lambda p: (p[0].tier is not Tier.PINNED_OR_TASK,
+                                                   p[1].order))
+        sel.layout.remove(entry)
         dropped = Reason.BUDGET_OVERFLOW if victim.tier is Tier.PINNED_OR_TASK else (
             Reason.BUDGET_EXHAUSTED)
         victim.entry, victim.reason = None, dropped

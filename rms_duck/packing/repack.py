@@ -17,12 +17,13 @@ from ..tokens.counter import LineCounter
 from .pipeline import pack_candidates
 
 
-def repack(inputs: str, *, budget: object, config: Mapping[str, Any] | str | None) -> MemoryBundle:
+def repack(inputs: str, *, budget: int | None,
+           config: Mapping[str, Any] | str | None) -> MemoryBundle:
     """Pack the stored inputs (rms_bundles.inputs) again.
 
     Args:
         inputs: canonical JSON list of the validated candidates, as stored.
-        budget: the receipt's budget.
+        budget: the receipt's budget (None when it has none; validated like any budget).
         config: the receipt's config (dict or JSON text).
 
     Returns:

@@ -123,6 +123,7 @@ class Selector:
         outcome = self.outcomes[c.id]
         if outcome.full_cost is None:
             view = self.view(c, Level.FULL)
+            assert view is not None  # every candidate has FULL text: content is a str
             outcome.full_cost = self.counter.line_cost(self.fmt.record_line(view))
         return outcome.full_cost
 
@@ -190,6 +191,7 @@ class Selector:
         if not self.folding or not c.evidence_ids:
             return False
         view = self.view(c, Level.FULL)
+        assert view is not None  # every candidate has FULL text: content is a str
         return any(
             entry.candidate.id != c.id and folds_into(view, entry.view)
             for source in c.evidence_ids for entry in self.packed_by_source.get(source, ())
@@ -218,6 +220,7 @@ class Selector:
 
     def _unpack(self, outcome: Outcome, reason: Reason) -> None:
         entry = outcome.entry
+        assert entry is not None, "only a packed outcome can be unpacked"
         self.layout.remove(entry)
         for source in entry.candidate.evidence_ids:
             bucket = self.packed_by_source.get(source)

@@ -24,7 +24,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from .counter import LineCounter
 from .encodings import _REGISTERED_FILES, get_encoding, register_bpe_file
@@ -144,7 +144,8 @@ def _cost_in_pool(texts: list[str], encoding: str, suffix: str, processes: int,
 def _split(texts: list[str], parts: int) -> list[tuple[int, int]]:
     """Contiguous ranges with about the same number of characters each."""
     total = sum(map(len, texts))
-    bounds, start, seen = [], 0, 0
+    bounds: list[tuple[int, int]] = []
+    start = seen = 0
     for i, text in enumerate(texts):
         seen += len(text)
         if len(bounds) < parts - 1 and seen >= total * (len(bounds) + 1) / parts:
@@ -171,21 +172,23 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen([sys.executable, "-m", "rms_duck.tokens.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are PIPEs
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def send(self, request: Any) -> None:
-        _write(self.proc.stdin, request)
+        _write(self.stdin, request)
 
     def receive(self) -> Any:
-        reply = _read(self.proc.stdout)
+        reply = _read(self.stdout)
         if isinstance(reply, BaseException):
             raise reply
         return reply
 
     def close(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout):
+        for stream in (self.stdin, self.stdout):
             try:
                 stream.close()
             except OSError:
@@ -197,14 +200,14 @@ class _Worker:
             self.proc.wait()
 
 
-def _write(stream: BinaryIO, value: Any) -> None:
+def _write(stream: IO[bytes], value: Any) -> None:
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(len(data).to_bytes(8, "little"))
     stream.write(data)
     stream.flush()
 
 
-def _read(stream: BinaryIO) -> Any:
+def _read(stream: IO[bytes]) -> Any:
     header = stream.read(8)
     if len(header) < 8:
         raise EOFError("a token-costing worker exited")
