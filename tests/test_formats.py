@@ -36,6 +36,19 @@ def test_golden_context(case, update_golden, enc):
     assert bundle.tokens_used == len(enc.encode_ordinary(bundle.render()))
 
 
+def test_golden_receipt(update_golden):
+    """The receipt's bytes (receipt_version 1) for a fixed pack: field names, order, values."""
+    bundle = rms_duck.pack_candidates(CANDIDATES, budget=600,
+                                      config={"context_format": "auditable"})
+    text = json.dumps(json.loads(bundle.receipt), indent=1, ensure_ascii=False) + "\n"
+    path = GOLDEN / "receipt.json"
+    if update_golden:
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+    # The stored form is the canonical one-line JSON of the same value.
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(bundle.receipt)
+
+
 FORGERIES = [
     "plain\nsecond line",
     "carriage\rreturn",
