@@ -14,7 +14,7 @@ from ..config import ORDERINGS, POLICIES
 from ..duck.connection import connect
 from ..errors import ConfigError
 from ..evaluation.loader import load_conversations
-from ..evaluation.report import ProgressBar, format_summary, format_table
+from ..evaluation.report import ProgressBar, format_categories, format_summary, format_table
 from ..evaluation.runner import BUDGETS, EvalSettings, run_eval
 from ..formats import FORMATS
 
@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         con.close()
     print(format_table(result))
+    print()
+    print(format_categories(result))
     print()
     print(format_summary(result))
     if args.json:

@@ -36,6 +36,33 @@ def format_table(run: EvalRun) -> str:
     return "\n".join(text)
 
 
+def format_categories(run: EvalRun) -> str:
+    """Per (ordering, policy): one line per category, the share of questions with all their
+    evidence packed at each budget (the headline figure, kind by kind)."""
+    budgets = sorted({r["budget"] for r in run.results})
+    settings = list(dict.fromkeys((r["ordering"], r["representation_policy"])
+                                  for r in run.results))
+    categories = ["all", *sorted({r["category"] for r in run.results} - {"all"})]
+    by_key = {(r["ordering"], r["representation_policy"], r["category"], r["budget"]): r
+              for r in run.results}
+    blocks = []
+    for ordering, policy in settings:
+        head = [f"{ordering}/{policy}", "questions", *(f"{b // 1024}K" if b % 1024 == 0
+                                                       else str(b) for b in budgets)]
+        lines = [head]
+        for category in categories:
+            rows = [by_key.get((ordering, policy, category, b)) for b in budgets]
+            count = next((str(r["questions"]) for r in rows if r is not None), "-")
+            lines.append([category, count, *("-" if r is None else
+                                             _pct(r["all_evidence_share"]) for r in rows)])
+        widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+        blocks.append("\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                                          for i, (cell, w) in enumerate(zip(line, widths,
+                                                                            strict=True)))
+                                for line in lines))
+    return "all evidence packed, by kind of question and budget\n" + "\n\n".join(blocks)
+
+
 def format_summary(run: EvalRun) -> str:
     """Ranking recall (evidence among the ranked candidates) and the timings."""
     rank = next((r for r in run.ranking if r["category"] == "all"), None)
