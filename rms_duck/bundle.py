@@ -8,6 +8,8 @@ from typing import Any
 
 from .config import PackingConfig
 from .errors import ContextRefError, did_you_mean
+from .escape import canonical_json
+from .receipts import receipt_body
 from .records import Candidate, Decision, ExcludedRecord, IncludedRecord
 from .sha import sha256_text
 
@@ -58,9 +60,12 @@ class MemoryBundle:
         """The receipt as a dict, before storage adds the chain fields. Do not mutate."""
         got = self._derived.get("body")
         if got is None:
-            from .receipts import receipt_body  # receipts reads bundles; bundles import nothing
-
-            got = self._derived["body"] = receipt_body(self)
+            got = self._derived["body"] = receipt_body(
+                config=self.config, encoding_sha256=self.encoding_sha256,
+                budget=self.context_budget, available=self.available,
+                tokens_used=self.tokens_used, context_sha256=self.context_sha256,
+                flags=self.flags, conflicts=self.conflicts, metrics=self.metrics,
+                decisions=self.decisions, guidance_shown=self.guidance_shown)
         return got
 
     @property
@@ -68,8 +73,6 @@ class MemoryBundle:
         """Canonical receipt JSON (deterministic: no clock, no ids)."""
         got = self._derived.get("text")
         if got is None:
-            from .escape import canonical_json
-
             got = self._derived["text"] = canonical_json(self.receipt_body)
         return got
 

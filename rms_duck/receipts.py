@@ -9,12 +9,12 @@ tests hold stored receipts and the README to exactly these names.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from .bundle import MemoryBundle
+from .config import PackingConfig
 from .escape import canonical_json
 from .records import Candidate, Decision
 from .sha import sha256_text
@@ -86,21 +86,24 @@ def decision_to_dict(d: Decision) -> dict[str, Any]:
     }
 
 
-def receipt_body(bundle: MemoryBundle) -> dict[str, Any]:
-    """The receipt of a finished pack (no chain fields yet), built from the bundle alone."""
+def receipt_body(*, config: PackingConfig, encoding_sha256: str, budget: int, available: int,
+                 tokens_used: int, context_sha256: str, flags: Sequence[str],
+                 conflicts: Sequence[Sequence[str]], metrics: Mapping[str, float | None],
+                 decisions: Sequence[Decision], guidance_shown: bool) -> dict[str, Any]:
+    """The receipt of a finished pack, before storage adds the chain fields."""
     return {
         "receipt_version": RECEIPT_VERSION,
-        "encoding": {"name": bundle.config.encoding, "sha256": bundle.encoding_sha256},
-        "config": bundle.config.to_dict(),
-        "budget": bundle.context_budget,
-        "available": bundle.available,
-        "tokens_used": bundle.tokens_used,
-        "context_sha256": bundle.context_sha256,
-        "flags": list(bundle.flags),
-        "conflicts": [list(pair) for pair in bundle.conflicts],
-        "guidance_shown": bundle.guidance_shown,
-        "metrics": dict(bundle.metrics),
-        "candidates": [decision_to_dict(d) for d in bundle.decisions],
+        "encoding": {"name": config.encoding, "sha256": encoding_sha256},
+        "config": config.to_dict(),
+        "budget": budget,
+        "available": available,
+        "tokens_used": tokens_used,
+        "context_sha256": context_sha256,
+        "flags": list(flags),
+        "conflicts": [list(pair) for pair in conflicts],
+        "guidance_shown": guidance_shown,
+        "metrics": dict(metrics),
+        "candidates": [decision_to_dict(d) for d in decisions],
     }
 
 
