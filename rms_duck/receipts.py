@@ -3,7 +3,7 @@
 The body holds no clock reading or id, so the same inputs always give the same bytes.
 Storage (duck/storage.py) adds the chain fields with seal_receipt(), which returns the
 stored text and its sha256. RECEIPT_FIELDS and CANDIDATE_FIELDS document the format; the
-tests hold stored receipts and the README to exactly these names.
+tests hold stored receipts and docs/audits.md to exactly these names.
 """
 
 from __future__ import annotations

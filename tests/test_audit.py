@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -371,3 +372,45 @@ def test_audits_work_on_a_read_only_connection(demo_db):
         assert con.execute("SELECT bool_and(identical) FROM rms_replay()").fetchall() == [(True,)]
     finally:
         con.close()
+
+
+# -- problem codes --------------------------------------------------------------------------
+
+def _view_problem_codes(con) -> list[str]:
+    """The literal problem code of each UNION ALL branch of rms_receipt_problems, in order."""
+    import sqlglot
+    from sqlglot import exp
+
+    sql = con.execute("SELECT sql FROM duckdb_views() "
+                      "WHERE view_name = 'rms_receipt_problems'").fetchall()[0][0]
+
+    def branches(node):
+        while isinstance(node, exp.Subquery):
+            node = node.this
+        if isinstance(node, exp.Union):
+            yield from branches(node.this)
+            yield from branches(node.expression)
+        else:
+            yield node
+
+    codes = []
+    for select in branches(sqlglot.parse_one(sql, read="duckdb").expression):
+        problem = select.expressions[4]
+        problem = problem.this if isinstance(problem, exp.Alias) else problem
+        assert isinstance(problem, exp.Literal) and problem.is_string, problem.sql()
+        codes.append(problem.name)
+    return codes
+
+
+def test_problems_are_exactly_what_the_view_can_emit(con):
+    from rms_duck.audit.verify import PROBLEMS
+    codes = _view_problem_codes(con)
+    assert "BUNDLE_FIELD_MISMATCH" in codes
+    assert list(PROBLEMS) == codes
+
+
+def test_docs_list_every_problem_code_with_its_meaning():
+    from rms_duck.audit.verify import PROBLEMS
+    page = (Path(__file__).parent.parent / "docs" / "audits.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([A-Z_]+)` \| (.+) \|$", page, re.M)
+    assert rows == list(PROBLEMS.items())

@@ -1,36 +1,418 @@
-"""README's SQL reference lists every user-facing function and macro that register() adds."""
+"""README.md and docs/*.md stay true: examples run with their printed output, every name they
+mention exists, and the generated reference tables match the code.
+
+`python -m pytest tests/test_docs.py --update-golden` rewrites the printed outputs, the format
+examples and the SQL macro table from the current code.
+"""
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import importlib
+import inspect
+import io
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+import pytest
+
+import rms_duck
+
+ROOT = Path(__file__).parent.parent
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
 
 
-def _reference_section() -> str:
-    start = README.index("## SQL reference")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end != -1 else None]
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
 
 
-def test_every_macro_is_documented_with_a_comment(con):
-    names = {row[0] for row in con.execute(
-        "SELECT DISTINCT function_name FROM duckdb_functions() "
-        "WHERE (function_name LIKE 'rms\\_%' ESCAPE '\\' OR function_name = 'pack_context') "
-        "AND function_type IN ('macro', 'table_macro')").fetchall()}
-    assert "pack_context" in names
-    section = _reference_section()
-    missing = sorted(name for name in names if f"`{name}" not in section)
-    assert not missing, f"README SQL reference lacks {missing}"
-    undocumented = [row[0] for row in con.execute(
-        "SELECT function_name FROM duckdb_functions() "
-        "WHERE function_type IN ('macro', 'table_macro') "
-        "AND (function_name LIKE 'rms\\_%' ESCAPE '\\' OR function_name = 'pack_context') "
-        "AND (comment IS NULL OR comment = '')").fetchall()]
-    assert not undocumented, f"macros without COMMENT: {undocumented}"
+def section(text: str, heading: str) -> str:
+    """The text from `heading` to the next heading of the same or a higher level."""
+    start = text.index(heading)
+    body = start + len(heading)
+    level = len(heading.split(" ", 1)[0])
+    end = re.compile(r"^#{1,%d} " % level, re.M).search(text, body)
+    return text[start:end.start()] if end else text[start:]
+
+
+# -- README: the front page --------------------------------------------------------------
+
+def test_readme_is_a_front_page():
+    text = read(README)
+    assert len(text) <= 15_000, f"README.md has {len(text)} characters; move reference to docs/"
+    intro = text[:text.index("\n## ")]
+    assert "LLM context" in intro and "token budget" in intro and "receipt" in intro
+    for command in (
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && rms-duck demo",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' "
+        "&& python -m pytest -q",
+    ):
+        assert f"```bash\n{command}\n```" in text
+    for kind in ("analytics SQL", "agent store", "auditor"):
+        assert f"## Quickstart: {kind}" in text
+    assert "Python 3.11 or newer" in text and "MIT" in text and (ROOT / "LICENSE").is_file()
+    linked = set(re.findall(r"\]\((docs/[\w-]+\.md)", section(text, "## Documentation")))
+    assert linked == {f"docs/{page.name}" for page in DOCS}
 
 
 def test_readme_test_command_is_what_ci_runs():
-    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text(encoding="utf-8")
-    assert "pip install -e '.[test]' && python -m pytest -q" in README
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "pip install -e '.[test]' && python -m pytest -q" in read(README)
     assert "python -m pytest -q" in ci and "pip install --quiet -e '.[test]'" in ci
+
+
+def test_relative_links_point_at_files_and_headings():
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[\w-]+)?\)", read(page)):
+            assert (page.parent / target).is_file(), f"{page.name} links to missing {target}"
+        for target, anchor in re.findall(r"\]\(([^)#\s]*\.md)#([\w-]+)\)", read(page)):
+            headings = re.findall(r"^#+ (.+)$", read(page.parent / target), re.M)
+            slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+            assert anchor in slugs, f"{page.name}: no heading #{anchor} in {target}"
+
+
+# -- examples with printed output ----------------------------------------------------------
+
+SNIPPET = re.compile(r"```python\n(.*?)```\n\nprints \(real output\):\n\n```\n(.*?)```", re.S)
+PAGES_WITH_SNIPPETS = [page for page in PAGES if SNIPPET.search(read(page))]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_SNIPPETS, ids=[p.name for p in PAGES_WITH_SNIPPETS])
+def test_printed_outputs_are_real(page, tmp_path, update_golden):
+    """Each snippet runs in a fresh process, in order, in one scratch directory per page (the
+    auditor example reads the database the agent store example wrote)."""
+    text = read(page)
+    for code, shown in SNIPPET.findall(text):
+        result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                                text=True, encoding="utf-8", timeout=300)
+        assert result.returncode == 0, result.stderr
+        if update_golden:
+            text = text.replace(f"{code}```\n\nprints (real output):\n\n```\n{shown}```",
+                                f"{code}```\n\nprints (real output):\n\n```\n{result.stdout}```")
+            continue
+        assert result.stdout == shown, f"{page.name}: the output shown after\n{code}\nis stale"
+    if update_golden:
+        page.write_text(text, encoding="utf-8")
+
+
+def test_readme_sql_lines_run_on_the_quickstart_data():
+    text = read(README)
+    quick = section(text, "## Quickstart: analytics SQL")
+    code = SNIPPET.search(quick).group(1)
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, "README quickstart", "exec"), namespace)
+    con = namespace["con"]
+    sql = re.search(r"```sql\n(.*?)```", quick, re.S).group(1)
+    statements = [s for s in sql.split(";") if s.strip()]
+    assert len(statements) == 3
+    for statement in statements:
+        assert con.execute(statement).fetchall()
+
+
+EXAMPLE = re.compile(r"<!-- example: tests/golden/candidates.json ids 1-4, budget 4096, "
+                     r"config (\{.*?\}) -->\n```\n(.*?)```", re.S)
+
+
+def test_format_examples_are_real(update_golden):
+    page = ROOT / "docs" / "formats.md"
+    text = read(page)
+    candidates = json.loads(read(ROOT / "tests" / "golden" / "candidates.json"))[:4]
+    examples = EXAMPLE.findall(text)
+    assert len(examples) == 3
+    for config, shown in examples:
+        context = rms_duck.pack_candidates(candidates, budget=4096, config=config).context
+        if update_golden:
+            text = text.replace(f"{config} -->\n```\n{shown}```", f"{config} -->\n```\n{context}```")
+        else:
+            assert context == shown, f"docs/formats.md example for {config} is stale"
+    if update_golden:
+        page.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_evaluation_table_is_real():
+    page = read(ROOT / "docs" / "evaluation.md")
+    shown = re.search(r"```\n\$ rms-duck eval examples/eval_conversations.jsonl\n(.*?)```",
+                      page, re.S).group(1)
+    result = subprocess.run([sys.executable, "-m", "rms_duck", "eval",
+                             "examples/eval_conversations.jsonl", "--quiet"], cwd=ROOT,
+                            capture_output=True, text=True, encoding="utf-8", timeout=600)
+    assert result.returncode == 0, result.stderr
+
+    def timeless(out: str) -> list[str]:
+        return [line for line in out.splitlines() if not line.startswith("time:")]
+
+    assert timeless(result.stdout) == timeless(shown)
+
+
+# -- names the pages mention exist ---------------------------------------------------------
+
+def _sql_names(con) -> set[str]:
+    return {row[0] for row in con.execute(
+        "SELECT function_name FROM duckdb_functions() UNION SELECT table_name FROM "
+        "duckdb_tables() UNION SELECT view_name FROM duckdb_views() UNION SELECT type_name "
+        "FROM duckdb_types()").fetchall()}
+
+
+def test_every_sql_name_mentioned_exists(con):
+    known = _sql_names(con) | {"rms_duck"}
+    for page in PAGES:
+        for code in re.findall(r"`[^`\n]+`", read(page)):
+            unknown = set(re.findall(r"\brms_[a-z0-9_]+", code)) - known
+            assert not unknown, f"{page.name} mentions {sorted(unknown)}, which do not exist"
+
+
+def _resolve(dotted: str) -> object:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            obj = getattr(obj, name)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def test_every_python_name_mentioned_exists():
+    for page in PAGES:
+        for dotted in set(re.findall(r"\brms_duck(?:\.[A-Za-z_]\w*)+", read(page))):
+            try:
+                _resolve(dotted)
+            except (AttributeError, ModuleNotFoundError):
+                pytest.fail(f"{page.name} mentions {dotted}, which does not exist")
+
+
+def test_every_file_path_mentioned_exists():
+    pattern = re.compile(r"`((?:[\w.-]+/)*[\w.-]+\.(?:py|sql|json|jsonl|txt|md))`")
+    for page in PAGES:
+        for path in set(pattern.findall(read(page))):
+            if "/" not in path and not (ROOT / path).exists():
+                continue  # a bare file name such as `receipts.py` is checked in architecture
+            assert (ROOT / path).exists() or (ROOT / "rms_duck" / path).exists(), (
+                f"{page.name} mentions {path}, which does not exist")
+
+
+# -- SQL reference -------------------------------------------------------------------------
+
+def _macros(con) -> list[tuple[str, str, str | None]]:
+    return con.execute(
+        "SELECT function_name, any_value(function_type), any_value(comment) "
+        "FROM duckdb_functions() "
+        "WHERE (function_name LIKE 'rms\\_%' ESCAPE '\\' OR function_name = 'pack_context') "
+        "AND function_type IN ('macro', 'table_macro') GROUP BY function_name "
+        "ORDER BY function_name").fetchall()
+
+
+def test_every_macro_has_a_comment(con):
+    undocumented = [name for name, _, comment in _macros(con) if not comment]
+    assert not undocumented, f"macros without COMMENT: {undocumented}"
+
+
+def test_sql_reference_table_is_duckdb_functions(con, update_golden):
+    page = ROOT / "docs" / "sql-reference.md"
+    text = read(page)
+    rows = "\n".join(
+        f"| `{name}` | {'table macro' if kind == 'table_macro' else 'macro'} | {comment} |"
+        for name, kind, comment in _macros(con))
+    table = f"| name | kind | signature and purpose |\n| --- | --- | --- |\n{rows}"
+    start = text.index("<!-- generated: macro table -->\n") + len("<!-- generated: macro table -->\n")
+    end = text.index("\n<!-- end generated -->")
+    if update_golden:
+        page.write_text(text[:start] + table + text[end:], encoding="utf-8")
+        return
+    assert "pack_context" in table
+    assert text[start:end] == table, "docs/sql-reference.md macro table differs from the macros"
+
+
+def test_sql_reference_lists_every_table_and_view(con):
+    listed = dict(re.findall(r"^\| `(rms_\w+)` \| (table|view) \|", read(
+        ROOT / "docs" / "sql-reference.md"), re.M))
+    actual = dict(con.execute(
+        "SELECT table_name, 'table' FROM duckdb_tables() WHERE table_name LIKE 'rms%' "
+        "UNION ALL SELECT view_name, 'view' FROM duckdb_views() WHERE view_name LIKE 'rms%'"
+    ).fetchall())
+    assert listed == actual
+
+
+# -- Python API ----------------------------------------------------------------------------
+
+def _documented_signatures() -> list[tuple[str, ast.arguments]]:
+    text = read(ROOT / "docs" / "python-api.md")
+    out = []
+    for block in re.findall(r"```python\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            match = re.match(r"^(rms_duck(?:\.\w+)+)\((.*)\)(?: -> .+)?$", line)
+            if match:
+                stub = ast.parse(f"def f({match.group(2)}): pass").body[0]
+                out.append((match.group(1), stub.args))
+    return out
+
+
+def test_python_api_page_covers_the_public_names():
+    documented = {name for name, _ in _documented_signatures()}
+    public = {f"rms_duck.{name}" for name in rms_duck.__all__
+              if name not in ("RmsError", "MemoryBundle", "__version__")}
+    assert public <= documented, f"docs/python-api.md lacks {sorted(public - documented)}"
+    assert "rms_duck.formats.register_format" in documented
+    assert "### MemoryBundle" in read(ROOT / "docs" / "python-api.md")
+
+
+@pytest.mark.parametrize("name, args", _documented_signatures(),
+                         ids=[name for name, _ in _documented_signatures()])
+def test_documented_signature_matches_the_code(name, args):
+    params = [p for p in inspect.signature(_resolve(name)).parameters.values()
+              if not p.name.startswith("_")]
+    positional = args.posonlyargs + args.args
+    documented = [(a.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in positional]
+    documented += [(a.arg, inspect.Parameter.KEYWORD_ONLY) for a in args.kwonlyargs]
+    assert documented == [(p.name, p.kind) for p in params], f"{name}: parameters differ"
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):],
+                        args.defaults, strict=True))
+    defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                 if d is not None}
+    for p in params:
+        if p.name in defaults:
+            assert ast.literal_eval(defaults[p.name]) == p.default, f"{name}: {p.name} default"
+        else:
+            assert p.default is inspect.Parameter.empty, f"{name}: {p.name} has a default"
+
+
+def test_memory_bundle_attributes_are_documented():
+    from dataclasses import fields
+
+    from rms_duck.bundle import MemoryBundle
+    table = section(read(ROOT / "docs" / "python-api.md"), "### MemoryBundle")
+    documented = set(re.findall(r"^\| `(\w+)`(?:, `(\w+)`)?", table, re.M))
+    names = {n for pair in documented for n in pair if n}
+    missing = [n for n in names if not hasattr(MemoryBundle, n)]
+    assert not missing, f"MemoryBundle has no {missing}"
+    # `explain` is the lazy factory behind `decisions` and `receipt`, not for callers.
+    public = {f.name for f in fields(MemoryBundle)} - {"explain", "_explained"}
+    assert public <= names, f"undocumented MemoryBundle fields: {sorted(public - names)}"
+
+
+def test_every_error_class_is_documented_with_its_bases():
+    from rms_duck import errors
+    table = section(read(ROOT / "docs" / "python-api.md"), "## Errors")
+    rows = dict(re.findall(r"^\| `(\w+Error)` \| `?(\w*)`? ?\|", table, re.M))
+    classes = {name: cls for name, cls in vars(errors).items()
+               if isinstance(cls, type) and issubclass(cls, errors.RmsError)
+               and cls is not errors.RmsError}
+    assert set(rows) == set(classes)
+    for name, cls in classes.items():
+        extra = [base.__name__ for base in cls.__bases__ if base is not errors.RmsError]
+        assert extra == ([rows[name]] if rows[name] else []), name
+
+
+# -- packing concepts ----------------------------------------------------------------------
+
+def test_packing_page_names_every_field_reason_flag_and_level():
+    from dataclasses import fields
+
+    from rms_duck.config import PackingConfig
+    from rms_duck.records import Candidate, Flag, Level, Reason
+    text = read(ROOT / "docs" / "packing.md")
+    names = [f.name for f in fields(Candidate)] + [f.name for f in fields(PackingConfig)]
+    names += [member.value for enum in (Reason, Flag, Level) for member in enum]
+    missing = [name for name in names if f"`{name}`" not in text]
+    assert not missing, f"docs/packing.md does not name {missing}"
+
+
+def test_formats_page_says_whether_registered_formats_can_be_selected():
+    from rms_duck.config import PackingConfig
+    from rms_duck.errors import ConfigError
+    from rms_duck.formats import FORMATS, register_format
+    from rms_duck.formats.reader import ReaderFormat
+
+    class Probe(ReaderFormat):
+        name = "docs_probe"
+
+    if "docs_probe" not in FORMATS:
+        register_format(Probe())
+    try:
+        PackingConfig(context_format="docs_probe")
+        selectable = True
+    except ConfigError:
+        selectable = False
+    finally:
+        FORMATS.pop("docs_probe", None)
+    says_not_yet = "cannot yet be selected" in read(ROOT / "docs" / "formats.md")
+    assert says_not_yet != selectable, "update 'Adding a format' in docs/formats.md"
+
+
+# -- architecture ------------------------------------------------------------------------
+
+def _modules() -> list[str]:
+    base = ROOT / "rms_duck"
+    return sorted(p.relative_to(base).as_posix() for p in base.rglob("*.py"))
+
+
+def test_architecture_lists_every_module_and_only_real_ones():
+    text = read(ROOT / "docs" / "architecture.md")
+    mentioned = {path for path in re.findall(r"`((?:\w+/)*\w+\.py)`", text)
+                 if not path.startswith("tests/")}
+    modules = set(_modules())
+    assert modules - mentioned == set(), f"not in docs/architecture.md: {modules - mentioned}"
+    assert mentioned - modules == set(), f"no such module: {mentioned - modules}"
+
+
+def _layers() -> dict[str, int]:
+    table = section(read(ROOT / "docs" / "architecture.md"), "## Layers")
+    layers = {}
+    for layer, cells in re.findall(r"^\| (\d+) \| (.+?) \|", table, re.M):
+        for unit in re.findall(r"`([\w/.]+)`", cells):
+            layers[unit.removesuffix(".py").removesuffix("/")] = int(layer)
+    return layers
+
+
+def _imports(path: Path, package: list[str]) -> tuple[set[str], set[str]]:
+    """(rms_duck modules imported anywhere, third-party packages imported at module level)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    inside, top = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - node.level + 1]
+            target = ".".join(base + ([node.module] if node.module else []))
+            inside.add(target)
+            inside.update(f"{target}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names = [node.module] if isinstance(node, ast.ImportFrom) else [
+                a.name for a in node.names]
+            inside.update(n for n in names if n and n.startswith("rms_duck"))
+            if node in tree.body:
+                top.update(n.split(".")[0] for n in names if n)
+    return inside, top
+
+
+def test_imports_follow_the_documented_layers():
+    layers = _layers()
+
+    def layer_of(module: str) -> int | None:
+        parts = module.split(".")[1:]  # drop "rms_duck"
+        if parts:
+            return layers.get(parts[0])
+        return None
+
+    for rel in _modules():
+        if rel in ("__init__.py", "__main__.py"):
+            continue
+        module = "rms_duck." + rel.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        package = module.split(".") if rel.endswith("__init__.py") else module.split(".")[:-1]
+        own = layer_of(module)
+        assert own is not None, f"{rel} is in no layer of docs/architecture.md"
+        inside, top = _imports(ROOT / "rms_duck" / rel, package)
+        for target in inside:
+            other = layer_of(target)
+            assert other is None or other <= own, f"{rel} (layer {own}) imports {target} ({other})"
+        if own <= layers["packing"]:
+            heavy = top & {"duckdb", "sqlglot", "pyarrow"}
+            assert not heavy, f"core module {rel} imports {heavy} at module level"

@@ -16,6 +16,8 @@ import duckdb
 from ..duck.cursors import cursor
 from ..errors import ReceiptError
 
+# Every code the rms_receipt_problems view emits, in the view's order; tests/test_audit.py
+# holds this dict, the view and docs/audits.md to the same codes.
 PROBLEMS = {
     "MALFORMED_RECEIPT": "the receipt text is not JSON",
     "DIGEST_MISMATCH": "sha256 of the receipt text differs from receipt_sha256",
@@ -24,6 +26,8 @@ PROBLEMS = {
     "CHAIN_BROKEN": "prev_sha256 is not the sha256 of the previous receipt in the chain",
     "BUNDLE_MISSING": "the receipt's bundle row is gone",
     "CONTEXT_MISMATCH": "the bundle's context does not hash to the receipt's context_sha256",
+    "BUNDLE_FIELD_MISMATCH": "a bundle column (tokens_used, budget, available, context_format, "
+                             "flags or a metric) differs from the digested receipt",
     "INPUTS_MISMATCH": "the bundle's inputs do not hash to the receipt's inputs_sha256",
     "RECEIPT_MISSING": "a bundle has no receipt",
 }

@@ -3,7 +3,7 @@
 The estimate is sum(chars_in_class / chars_per_token[class]) over character classes, rounded
 up. A text's own mix of scripts is taken into account, so a Chinese sentence with a Latin
 name in it is not costed as all-Latin. One ratio for every class can be forced instead.
-The default ratios are fitted to cl100k_base (see README, "Evaluation").
+The default ratios are fitted to cl100k_base (see docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..errors import ConfigError
 # Characters per cl100k_base token, by class: a relative-error least-squares fit (non-negative)
 # over the 1,200-object corpus of `rms-duck bench --rfc` (16 languages, 10 scripts, prose,
 # code and JSON). There the estimate's median error is 3.7% and its 95th percentile 16.3%;
-# README "Evaluation" has the figures per language and type. Re-fit for other tokenizers.
+# docs/evaluation.md has the figures per language and type. Re-fit for other tokenizers.
 DEFAULT_CHARS_PER_TOKEN: dict[str, float] = {
     "latin": 4.72,
     "latin_ext": 0.68,
