@@ -37,7 +37,7 @@ def section(text: str, heading: str) -> str:
     start = text.index(heading)
     body = start + len(heading)
     level = len(heading.split(" ", 1)[0])
-    end = re.compile(r"^#{1,%d} " % level, re.M).search(text, body)
+    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(text, body)
     return text[start:end.start()] if end else text[start:]
 
 
@@ -129,7 +129,8 @@ def test_format_examples_are_real(update_golden):
     for config, shown in examples:
         context = rms_duck.pack_candidates(candidates, budget=4096, config=config).context
         if update_golden:
-            text = text.replace(f"{config} -->\n```\n{shown}```", f"{config} -->\n```\n{context}```")
+            text = text.replace(f"{config} -->\n```\n{shown}```",
+                                f"{config} -->\n```\n{context}```")
         else:
             assert context == shown, f"docs/formats.md example for {config} is stale"
     if update_golden:
@@ -224,7 +225,8 @@ def test_sql_reference_table_is_duckdb_functions(con, update_golden):
         f"| `{name}` | {'table macro' if kind == 'table_macro' else 'macro'} | {comment} |"
         for name, kind, comment in _macros(con))
     table = f"| name | kind | signature and purpose |\n| --- | --- | --- |\n{rows}"
-    start = text.index("<!-- generated: macro table -->\n") + len("<!-- generated: macro table -->\n")
+    marker = "<!-- generated: macro table -->\n"
+    start = text.index(marker) + len(marker)
     end = text.index("\n<!-- end generated -->")
     if update_golden:
         page.write_text(text[:start] + table + text[end:], encoding="utf-8")
