@@ -83,7 +83,10 @@ SNIPPET = re.compile(r"```python\n(.*?)```\n\nprints \(real output\):\n\n```\n(.
 PAGES_WITH_SNIPPETS = [page for page in PAGES if SNIPPET.search(read(page))]
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_SNIPPETS, ids=[p.name for p in PAGES_WITH_SNIPPETS])
+# README's examples run by default; the longer ones in docs/ are `slow` (CI's second step).
+@pytest.mark.parametrize("page", [
+    pytest.param(page, id=page.name, marks=() if page == README else pytest.mark.slow)
+    for page in PAGES_WITH_SNIPPETS])
 def test_printed_outputs_are_real(page, tmp_path, update_golden):
     """Each snippet runs in a fresh process, in order, in one scratch directory per page (the
     auditor example reads the database the agent store example wrote)."""
