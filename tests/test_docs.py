@@ -421,3 +421,51 @@ def test_imports_follow_the_documented_layers():
         if own <= layers["packing"]:
             heavy = top & {"duckdb", "sqlglot", "pyarrow"}
             assert not heavy, f"core module {rel} imports {heavy} at module level"
+
+
+_AUDIT_SCRIPT = """
+import io, json, shutil, sys
+import rms_duck
+from rms_duck.cli.demo import run_demo
+run_demo("rms.duckdb", out=io.StringIO())
+run_demo("rms.duckdb", budget=1500, out=io.StringIO())
+queries, tamper = json.loads(sys.stdin.read())
+con = rms_duck.connect("rms.duckdb")
+for query in queries:
+    if "rms_verify_receipts()" in query:
+        con.close()
+        shutil.copy("rms.duckdb", "tampered.duckdb")
+        con = rms_duck.connect("tampered.duckdb")
+        assert con.execute("SELECT count(*) FROM rms_verify_receipts()").fetchall() == [(0,)]
+        con.execute(tamper)
+    con.sql(query).show()
+    print(SEPARATOR)
+"""
+SEPARATOR = "-----8<-----"
+
+
+@pytest.mark.slow
+def test_audit_outputs_are_real(tmp_path):
+    """The demo database twice, then each query of docs/audits.md and `rms-duck audit`."""
+    page = read(ROOT / "docs" / "audits.md")
+    pairs = re.findall(r"```sql\n(.*?)```\n```\n(.*?)```", page, re.S)
+    assert len(pairs) == 4
+    tamper = re.search(r"\(`(UPDATE rms_receipts [^`]+)`\)", page).group(1)
+    result = subprocess.run(
+        [sys.executable, "-c", f"SEPARATOR = {SEPARATOR!r}\n" + _AUDIT_SCRIPT],
+        input=json.dumps([[q for q, _ in pairs], tamper]), cwd=tmp_path, capture_output=True,
+        text=True, encoding="utf-8", timeout=600)
+    assert result.returncode == 0, result.stderr
+
+    def masked(text: str) -> str:
+        return re.sub(r"[0-9a-f]{12,}", "<hash>", text).strip()
+
+    outputs = result.stdout.split(SEPARATOR)
+    for (query, shown), output in zip(pairs, outputs, strict=False):
+        assert masked(output) == masked(shown), f"docs/audits.md output of\n{query}\nis stale"
+    cli = re.search(r"```\n\$ rms-duck audit --db rms.duckdb --replay\n(.*?)```", page, re.S)
+    result = subprocess.run([sys.executable, "-m", "rms_duck", "audit", "--db", "rms.duckdb",
+                             "--replay"], cwd=tmp_path, capture_output=True, text=True,
+                            encoding="utf-8", timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert masked(result.stdout) == masked(cli.group(1))
