@@ -336,6 +336,46 @@ def test_packing_page_names_every_field_reason_flag_and_level():
     assert not missing, f"docs/packing.md does not name {missing}"
 
 
+def _shown_default(value: object) -> str:
+    """How docs/packing.md spells a default value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f"`{value}`"
+    if isinstance(value, tuple) and not value:
+        return "`[]`"
+    return str(value)
+
+
+@pytest.mark.parametrize("heading, cls", [("## Candidates", "Candidate"),
+                                          ("## Config", "PackingConfig")])
+def test_packing_page_defaults_are_the_code_defaults(heading, cls):
+    from dataclasses import MISSING, fields
+
+    from rms_duck import config, records
+    target = getattr(records, cls, None) or getattr(config, cls)
+    table = section(read(ROOT / "docs" / "packing.md"), heading)
+    rows = re.findall(r"^\| (`\w+`(?:, `\w+`)*) \| ([^|]+?) \|", table, re.M)
+    shown = {name: default for names, default in rows for name in re.findall(r"`(\w+)`", names)}
+    for f in fields(target):
+        if f.name not in shown:
+            continue  # every field is named somewhere on the page (test above)
+        if f.default is MISSING and f.default_factory is MISSING:
+            assert shown[f.name] == "required", f.name
+        elif f.name == "path_count":
+            assert shown[f.name] == "number of distinct `paths`"
+        else:
+            default = f.default if f.default is not MISSING else f.default_factory()
+            assert shown[f.name] == _shown_default(default), f"{cls}.{f.name}"
+
+
+def test_readme_names_the_default_encoding():
+    from rms_duck.config import PackingConfig
+    assert f"{PackingConfig().encoding} by default" in read(README)
+
+
 # -- architecture ------------------------------------------------------------------------
 
 def _modules() -> list[str]:
