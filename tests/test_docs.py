@@ -28,6 +28,34 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, *DOCS]
 
 
+# DuckDB draws a progress bar on stdout when a query runs longer than 2 s, as one may on a
+# loaded machine. Printed outputs are compared byte for byte, so these runs switch it off.
+_QUIET_DUCKDB = """
+import duckdb as _duckdb
+_connect = _duckdb.connect
+def _quiet_connect(*args, **kwargs):
+    con = _connect(*args, **kwargs)
+    con.execute("SET enable_progress_bar = false")  # cursors inherit it
+    return con
+_duckdb.connect = _quiet_connect
+"""
+
+
+def run_python(code: str, *, cwd: Path, args: tuple[str, ...] = (),
+               stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter; fail the test with its stderr when it fails."""
+    result = subprocess.run([sys.executable, "-c", _QUIET_DUCKDB + code, *args], cwd=cwd,
+                            input=stdin, capture_output=True, text=True, encoding="utf-8",
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run_python("import sys\nfrom rms_duck.cli import main\n"
+                      "raise SystemExit(main(sys.argv[1:]))", cwd=cwd, args=args)
+
+
 def read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
@@ -92,9 +120,7 @@ def test_printed_outputs_are_real(page, tmp_path, update_golden):
     auditor example reads the database the agent store example wrote)."""
     text = read(page)
     for code, shown in SNIPPET.findall(text):
-        result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                                text=True, encoding="utf-8", timeout=300)
-        assert result.returncode == 0, result.stderr
+        result = run_python(code, cwd=tmp_path)
         if update_golden:
             text = text.replace(f"{code}```\n\nprints (real output):\n\n```\n{shown}```",
                                 f"{code}```\n\nprints (real output):\n\n```\n{result.stdout}```")
@@ -146,10 +172,7 @@ def test_evaluation_table_is_real(update_golden):
     page = read(path)
     head = "```\n$ rms-duck eval examples/eval_conversations.jsonl\n"
     shown = re.search(re.escape(head) + r"(.*?)```", page, re.S).group(1)
-    result = subprocess.run([sys.executable, "-m", "rms_duck", "eval",
-                             "examples/eval_conversations.jsonl", "--quiet"], cwd=ROOT,
-                            capture_output=True, text=True, encoding="utf-8", timeout=600)
-    assert result.returncode == 0, result.stderr
+    result = run_cli("eval", "examples/eval_conversations.jsonl", "--quiet", cwd=ROOT)
 
     def timeless(out: str) -> list[str]:
         return [line for line in out.splitlines() if not line.startswith("time:")]
@@ -449,11 +472,8 @@ def test_audit_outputs_are_real(tmp_path):
     pairs = re.findall(r"```sql\n(.*?)```\n```\n(.*?)```", page, re.S)
     assert len(pairs) == 4
     tamper = re.search(r"\(`(UPDATE rms_receipts [^`]+)`\)", page).group(1)
-    result = subprocess.run(
-        [sys.executable, "-c", f"SEPARATOR = {SEPARATOR!r}\n" + _AUDIT_SCRIPT],
-        input=json.dumps([[q for q, _ in pairs], tamper]), cwd=tmp_path, capture_output=True,
-        text=True, encoding="utf-8", timeout=600)
-    assert result.returncode == 0, result.stderr
+    result = run_python(f"SEPARATOR = {SEPARATOR!r}\n" + _AUDIT_SCRIPT, cwd=tmp_path,
+                        stdin=json.dumps([[q for q, _ in pairs], tamper]))
 
     def masked(text: str) -> str:
         return re.sub(r"[0-9a-f]{12,}", "<hash>", text).strip()
@@ -462,8 +482,5 @@ def test_audit_outputs_are_real(tmp_path):
     for (query, shown), output in zip(pairs, outputs, strict=False):
         assert masked(output) == masked(shown), f"docs/audits.md output of\n{query}\nis stale"
     cli = re.search(r"```\n\$ rms-duck audit --db rms.duckdb --replay\n(.*?)```", page, re.S)
-    result = subprocess.run([sys.executable, "-m", "rms_duck", "audit", "--db", "rms.duckdb",
-                             "--replay"], cwd=tmp_path, capture_output=True, text=True,
-                            encoding="utf-8", timeout=600)
-    assert result.returncode == 0, result.stderr
+    result = run_cli("audit", "--db", "rms.duckdb", "--replay", cwd=tmp_path)
     assert masked(result.stdout) == masked(cli.group(1))
