@@ -40,7 +40,7 @@ from ..formats.base import clear_render_memos
 from ..packing.pipeline import pack_candidates
 from ..tokens.counter import clear_line_cache
 from ..tokens.encodings import get_encoding
-from . import bulkbench
+from . import bulkbench, targets
 from .workload import make_rows, record_lines, rfc_literal_pack
 
 
@@ -60,6 +60,12 @@ class Plan:
     costing_texts: int = 20_000
     processes: int = 2
     seed: int = 0
+    # Issue 10's target rows (targets.py).
+    target_sql_n: int = 1_000
+    target_large_n: int = 10_000
+    target_estimate_ns: tuple[int, ...] = (600, 10_000)
+    target_bulk_bundles: int = 5_000
+    only_targets: bool = False
 
     def reps(self, n: int) -> int:
         """Fewer repetitions for the largest pools, where one run already takes a while."""
@@ -76,7 +82,8 @@ class Plan:
 
 FULL = Plan()
 SMOKE = Plan(sizes=(20, 60), budgets=(512, 2_048), repeats=2, e_cap=2.0, bulk_bundles=(30, 60),
-             per_bundle=4, udf_texts=200, costing_texts=400)
+             per_bundle=4, udf_texts=200, costing_texts=400, target_sql_n=60,
+             target_large_n=200, target_estimate_ns=(30, 60), target_bulk_bundles=30)
 
 
 @dataclass(slots=True)
@@ -85,6 +92,7 @@ class Report:
     machine: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)
     bulk: dict[str, Any] = field(default_factory=dict)
+    targets: list[dict[str, Any]] = field(default_factory=list)
     profile: str | None = None
 
 
@@ -93,8 +101,10 @@ def measure(plan: Plan, *, profile: bool = False, log: Callable[[str], None] = l
     """Run every measurement of `plan` and return the figures (format with render_report)."""
     report = Report(plan, machine_info())
     enc = get_encoding("cl100k_base")
-    pool_rows = make_rows(max(plan.sizes), seed=plan.seed)
-    for n in plan.sizes:
+    pool_rows = make_rows(max(*plan.sizes, plan.target_sql_n, plan.target_large_n,
+                              *plan.target_estimate_ns), seed=plan.seed)
+    report.targets = targets.measure_targets(plan, pool_rows, log=log)
+    for n in () if plan.only_targets else plan.sizes:
         rows = pool_rows[:n]
         lines = record_lines(to_candidates(rows))
         arrow_bytes = pa.Table.from_pylist(rows).nbytes
@@ -103,7 +113,8 @@ def measure(plan: Plan, *, profile: bool = False, log: Callable[[str], None] = l
             row = measure_row(rows, lines, budget, plan, enc)
             row["peak_mib"], row["peak_x_arrow"] = _peak(rows, budget, arrow_bytes)
             report.rows.append(row)
-    report.bulk = bulkbench.measure_bulk(plan, log=log)
+    if not plan.only_targets:
+        report.bulk = bulkbench.measure_bulk(plan, log=log)
     if profile:
         report.profile = profile_pack(pool_rows[:1_000], 4_096)
     report.machine["load_after"] = _load()
@@ -243,7 +254,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     plan = SMOKE if getattr(args, "smoke", False) else FULL
     changes = {name: getattr(args, attr) for name, attr in (
         ("sizes", "sizes"), ("budgets", "budgets"), ("repeats", "repeats"), ("e_cap", "e_cap"),
-        ("bulk_bundles", "bulk"), ("processes", "processes"), ("seed", "seed"))
+        ("bulk_bundles", "bulk"), ("processes", "processes"), ("seed", "seed"),
+        ("only_targets", "only_targets"))
         if getattr(args, attr, None) is not None}
     return replace(plan, **changes)
 

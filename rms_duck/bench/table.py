@@ -7,16 +7,25 @@ from typing import Any
 PACK_COLUMNS = ("N", "budget", "packed (tokens)", "(a) loop ms", "cold (b)/(a)",
                 "warm (c)/(d)", "(e)/(b) cold", "(e)/(c) warm", "peak MiB (x Arrow)", "runs")
 TARGET_COLUMNS = ("target", "measured", "met")
+ISSUE_COLUMNS = ("measure (issue 10)", "measured", "target", "met", "detail")
 
 
 def render_report(report) -> str:
     m = report.machine
-    parts = [
+    head = [
         (f"rms_duck speed bench: {m['cores']} cores, {m['platform']}, Python {m['python']}, "
          f"tiktoken {m['tiktoken']}, duckdb {m['duckdb']}; load average "
          f"{m['load_before']} before, {m.get('load_after')} after; "
          f"{m.get('bench_seconds', '?')} s in all."),
         "",
+    ]
+    issue = ["", ("Issue 10 targets: medians of per-repetition ratios, both sides measured "
+                  "back to back in this run."), "",
+             markdown(ISSUE_COLUMNS, issue_cells(report.targets))] if report.targets else []
+    if not report.rows:
+        return "\n".join(head + issue[1:])
+    parts = [
+        *head,
         ("Packing: medians of per-repetition ratios. (a) encode_ordinary loop over the "
          "candidates' record lines; (b) cold pack; (c) warm pack; (d) one count of the output; "
          "(e) RFC-literal packer (re-render and re-count the whole context per trial)."),
@@ -31,6 +40,7 @@ def render_report(report) -> str:
         markdown(("bulk measurement", "result", "detail"), bulk_cells(report.bulk)),
         "",
         markdown(TARGET_COLUMNS, target_cells(report)),
+        *issue,
     ]
     if report.profile:
         parts += ["", "Profile (cProfile, cumulative time):", report.profile]
@@ -126,6 +136,13 @@ def target_cells(report) -> list[list[str]]:
         shown = f"{value:.2f}" + (f" ({note})" if note else "")
         cells.append([name, shown, "yes" if met else f"no (by {_by(value, limit, op)})"])
     return cells
+
+
+def issue_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+    return [[row["name"], f"{row['ratio']:.2f}", f"<= {row['target']:g}",
+             "yes" if row["ratio"] <= row["target"] else
+             f"no (by {_by(row['ratio'], row['target'], '<=')})",
+             f"{row['detail']}; {row['runs']} runs"] for row in rows]
 
 
 def _by(value: float, limit: float, op: str) -> str:

@@ -1,0 +1,200 @@
+"""The performance targets of issue 10, each a ratio of two runs measured side by side.
+
+Every repetition runs both sides of every ratio back to back; the table shows the median
+of the per-repetition ratios, with its target:
+
+  warm SQL pack / one count of its output          (N=1,000, 4K)      <= 2
+  warm pack / one count of its output              (N=10,000, 4K)     <= 5
+  cold SQL pack / encode loop over the lines       (N=1,000, 4K)      <= 1.3
+  exact pack / estimate packer, same candidates    (N=600 and 10,000) <= 1.0
+  stored / unstored rms_duck.pack                  (N=1,000, 4K)      <= 1.3
+  cold GROUP BY of B bundles x 8 at 512 / encode loop over their texts  <= 2.5
+
+"Warm" means the process has packed these candidates before (line costs and rendered
+lines cached); "cold" empties both caches first. Every exact pack is recounted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from ..candidates import to_candidates
+from ..duck.api import pack as api_pack
+from ..duck.connection import connect
+from ..formats.base import clear_render_memos
+from ..packing.pipeline import pack_candidates
+from ..tokens.counter import clear_line_cache
+from ..tokens.encodings import get_encoding
+from .estimate_packer import estimate_pack
+from .workload import BULK_SUMMARY_SQL, make_bulk_tables, record_lines
+
+# The candidate fields the bench rows fill; the SQL list() passes exactly these.
+_FIELDS = ("id", "score", "content", "type", "paths", "salience", "event_time", "speaker")
+_SQL_PACK = ("SELECT b.context, b.tokens_used FROM (SELECT pack_context(list({"
+             + ", ".join(f"'{f}': {f}" for f in _FIELDS) + "}), ?) AS b FROM bench_pool)")
+
+
+def measure_targets(plan, pool_rows: list[dict[str, Any]], *,
+                    log: Callable[[str], None]) -> list[dict[str, Any]]:
+    enc = get_encoding("cl100k_base")
+    out = []
+    n_sql = plan.target_sql_n
+    log(f"targets: SQL packs of {n_sql:,} candidates, cold and warm, stored and unstored")
+    out += _sql_rows(plan, pool_rows[:n_sql], enc)
+    log(f"targets: warm pack of {plan.target_large_n:,} candidates")
+    out.append(_warm_large(plan, pool_rows[:plan.target_large_n], enc))
+    for n in plan.target_estimate_ns:
+        log(f"targets: exact pack / estimate packer, {n:,} candidates")
+        out.append(_against_estimate(plan, pool_rows[:n], enc))
+    log(f"targets: GROUP BY of {plan.target_bulk_bundles:,} x {plan.per_bundle}, cold")
+    out.append(_group_by(plan, enc))
+    return out
+
+
+def _row(name: str, ratios: list[float], target: float, detail: str) -> dict[str, Any]:
+    return {"name": name, "ratio": statistics.median(ratios), "target": target,
+            "detail": detail, "runs": len(ratios)}
+
+
+def _sql_rows(plan, rows: list[dict[str, Any]], enc) -> list[dict[str, Any]]:
+    budget = 4_096
+    con = connect()
+    con.execute("SET enable_progress_bar = false")
+    table = pa.Table.from_pylist([{f: r[f] for f in _FIELDS} for r in rows])
+    con.register("bench_pool_arrow", table)
+    con.execute("CREATE TEMP TABLE bench_pool AS SELECT * FROM bench_pool_arrow")
+    lines = record_lines(to_candidates(rows))
+    encode = enc.encode_ordinary
+    cold, warm, stored = [], [], []
+    ms: dict[str, list[float]] = {"loop": [], "cold": [], "warm": [], "count": [],
+                                  "unstored": [], "stored": []}
+    for _ in range(plan.repeats):
+        t_loop = _timed(_loop, encode, lines)[0]
+        _cold()
+        t_cold, (context, used) = _timed(_first_row, con, _SQL_PACK, [budget])
+        t_warm, (again, _) = _timed(_first_row, con, _SQL_PACK, [budget])
+        t_count = _timed(encode, context)[0]
+        _check(context, used, enc, budget)
+        if again != context:
+            raise AssertionError("the warm SQL pack differs from the cold one")
+        t_free, free = _timed(api_pack, con, table, budget=budget, store=False)
+        t_kept, kept = _timed(api_pack, con, table, budget=budget, store=True)
+        if kept.context != free.context or kept.receipt != free.receipt:
+            raise AssertionError("storing changed the bundle")
+        cold.append(t_cold / t_loop)
+        warm.append(t_warm / t_count)
+        stored.append(t_kept / t_free)
+        for key, value in (("loop", t_loop), ("cold", t_cold), ("warm", t_warm),
+                           ("count", t_count), ("unstored", t_free), ("stored", t_kept)):
+            ms[key].append(value * 1_000)
+    con.close()
+    m = {k: statistics.median(v) for k, v in ms.items()}
+    n = len(rows)
+    return [
+        _row(f"warm pack through SQL / one count of its output, N={n:,}, 4K", warm, 2.0,
+             f"pack {m['warm']:.1f} ms, count {m['count']:.2f} ms"),
+        _row(f"cold pack through SQL / encode loop over the lines, N={n:,}, 4K", cold, 1.3,
+             f"pack {m['cold']:.1f} ms, loop {m['loop']:.1f} ms"),
+        _row(f"stored / unstored rms_duck.pack, N={n:,}, 4K", stored, 1.3,
+             f"stored {m['stored']:.1f} ms, unstored {m['unstored']:.1f} ms"),
+    ]
+
+
+def _warm_large(plan, rows: list[dict[str, Any]], enc) -> dict[str, Any]:
+    budget = 4_096
+    ratios, packs, counts = [], [], []
+    pack_candidates(rows, budget=budget)
+    for _ in range(plan.reps(len(rows))):
+        t_pack, bundle = _timed(pack_candidates, rows, budget=budget)
+        t_count = _timed(enc.encode_ordinary, bundle.context)[0]
+        _check(bundle.context, bundle.tokens_used, enc, budget)
+        ratios.append(t_pack / t_count)
+        packs.append(t_pack * 1_000)
+        counts.append(t_count * 1_000)
+    return _row(f"warm pack / one count of its output, N={len(rows):,}, 4K", ratios, 5.0,
+                f"pack {statistics.median(packs):.1f} ms, count "
+                f"{statistics.median(counts):.2f} ms")
+
+
+def _against_estimate(plan, rows: list[dict[str, Any]], enc) -> dict[str, Any]:
+    """Both packers take the same validated Candidates, so neither pays for validation."""
+    budget = 4_096
+    candidates = to_candidates(rows)
+    pack_candidates(candidates, budget=budget)
+    ratios, cold_ratios, exact_ms, estimate_ms = [], [], [], []
+    overruns = 0
+    for _ in range(plan.reps(len(rows))):
+        t_est, est = _timed(estimate_pack, candidates, budget=budget)
+        t_warm, bundle = _timed(pack_candidates, candidates, budget=budget)
+        _cold()
+        t_cold = _timed(pack_candidates, candidates, budget=budget)[0]
+        _check(bundle.context, bundle.tokens_used, enc, budget)
+        overruns += len(enc.encode_ordinary(est.context)) > budget - 100
+        ratios.append(t_warm / t_est)
+        cold_ratios.append(t_cold / t_est)
+        exact_ms.append(t_warm * 1_000)
+        estimate_ms.append(t_est * 1_000)
+    return _row(f"exact pack (warm) / estimate packer, N={len(rows):,}, 4K", ratios, 1.0,
+                f"exact {statistics.median(exact_ms):.1f} ms, estimate "
+                f"{statistics.median(estimate_ms):.1f} ms; cold exact / estimate "
+                f"{statistics.median(cold_ratios):.2f}; estimate overran its budget in "
+                f"{overruns} of {len(ratios)}")
+
+
+def _group_by(plan, enc) -> dict[str, Any]:
+    bundles, budget = plan.target_bulk_bundles, plan.bulk_budget
+    con = connect()
+    con.execute("SET enable_progress_bar = false")
+    make_bulk_tables(con, bundles=bundles, per_bundle=plan.per_bundle, nodes=bundles,
+                     seed=plan.seed)
+    texts = [row[0] for row in con.execute(
+        "SELECT content FROM bench_candidates WHERE q < ?", [bundles]).fetchall()]
+    encode = enc.encode_ordinary
+    ratios, packs, loops = [], [], []
+    for _ in range(plan.bulk_repeats):
+        t_loop = _timed(_texts_loop, encode, texts)[0]
+        _cold()
+        t_pack, (count, most) = _timed(_first_row, con, BULK_SUMMARY_SQL, [budget, bundles])
+        if count != bundles or most > budget - 100:
+            raise AssertionError(f"bulk pack returned {count} bundles, max {most} tokens")
+        ratios.append(t_pack / t_loop)
+        packs.append(t_pack)
+        loops.append(t_loop)
+    con.close()
+    return _row(f"cold GROUP BY of {bundles:,} x {plan.per_bundle} at {budget} / encode loop "
+                "over their texts", ratios, 2.5,
+                f"GROUP BY {statistics.median(packs):.2f} s, loop over {len(texts):,} texts "
+                f"{statistics.median(loops):.2f} s")
+
+
+def _loop(encode, lines) -> int:
+    return sum(len(encode(line + "\n")) for line in lines)
+
+
+def _texts_loop(encode, texts) -> int:
+    return sum(len(encode(text)) for text in texts)
+
+
+def _check(context: str, used: int, enc, budget: int) -> None:
+    if len(enc.encode_ordinary(context)) != used or used > budget - 100:
+        raise AssertionError(f"pack broke the guarantee: tokens_used {used}")
+
+
+def _cold() -> None:
+    clear_line_cache()
+    clear_render_memos()
+
+
+def _first_row(con, sql: str, params: list[Any]) -> tuple[Any, ...]:
+    return con.execute(sql, params).fetchall()[0]
+
+
+def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return time.perf_counter() - start, value
