@@ -8,8 +8,7 @@ from typing import Any
 
 from .config import PackingConfig
 from .errors import ContextRefError, did_you_mean
-from .escape import canonical_json
-from .receipts import receipt_body
+from .receipts import join_fragments, receipt_body, receipt_fragments
 from .records import Candidate, Decision, ExcludedRecord, IncludedRecord
 from .sha import sha256_text
 
@@ -69,11 +68,24 @@ class MemoryBundle:
         return got
 
     @property
+    def receipt_fragments(self) -> dict[str, str]:
+        """The receipt body serialised per key (receipts.receipt_fragments). Do not mutate."""
+        got = self._derived.get("fragments")
+        if got is None:
+            got = self._derived["fragments"] = receipt_fragments(
+                config=self.config, encoding_sha256=self.encoding_sha256,
+                budget=self.context_budget, available=self.available,
+                tokens_used=self.tokens_used, context_sha256=self.context_sha256,
+                flags=self.flags, conflicts=self.conflicts, metrics=self.metrics,
+                trace=self.trace, guidance_shown=self.guidance_shown)
+        return got
+
+    @property
     def receipt(self) -> str:
-        """Canonical receipt JSON (deterministic: no clock, no ids)."""
+        """Canonical receipt JSON (deterministic: no clock, no ids), built once."""
         got = self._derived.get("text")
         if got is None:
-            got = self._derived["text"] = canonical_json(self.receipt_body)
+            got = self._derived["text"] = join_fragments(self.receipt_fragments)
         return got
 
     def render(self) -> str:

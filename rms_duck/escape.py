@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+_encode_string = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) uses
 _EXTRA = re.compile("[\u0085\u2028\u2029\ud800-\udfff]")
 
 
@@ -26,6 +27,11 @@ def harden(encoded: str) -> str:
 def json_text(text: str) -> str:
     """A JSON string literal for text, safe to place on one line of a context."""
     return harden(json.dumps(text, ensure_ascii=False))
+
+
+def json_string(text: str) -> str:
+    """A JSON string literal exactly as canonical_json writes it (harden the whole text)."""
+    return _encode_string(text)
 
 
 def json_compact(value: Any) -> str:

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from .config import PackingConfig
-from .escape import canonical_json
+from .escape import canonical_json, harden, json_string
 from .records import Candidate, Decision
 from .sha import sha256_text
 
@@ -107,6 +107,56 @@ def receipt_body(*, config: PackingConfig, encoding_sha256: str, budget: int, av
     }
 
 
+def receipt_fragments(*, config: PackingConfig, encoding_sha256: str, budget: int,
+                      available: int, tokens_used: int, context_sha256: str,
+                      flags: Sequence[str], conflicts: Sequence[Sequence[str]],
+                      metrics: Mapping[str, float | None], trace: Sequence[tuple],
+                      guidance_shown: bool) -> dict[str, str]:
+    """The receipt body as {key: canonical JSON of its value}. Joined (join_fragments) it is
+    canonical_json(receipt_body(...)) byte for byte, but the candidate rows are written
+    straight from the frozen trace, in one pass, and storage adds the chain fields without
+    serialising the candidates again."""
+    body = receipt_body(config=config, encoding_sha256=encoding_sha256, budget=budget,
+                        available=available, tokens_used=tokens_used,
+                        context_sha256=context_sha256, flags=flags, conflicts=conflicts,
+                        metrics=metrics, decisions=(), guidance_shown=guidance_shown)
+    out = {key: canonical_json(value) for key, value in body.items()}
+    out["candidates"] = candidates_json(trace)
+    return out
+
+
+def candidates_json(trace: Sequence[tuple]) -> str:
+    """canonical_json([decision_to_dict(d) for d in decisions]) written out directly: keys
+    in sorted order, strings through json's own escaper, numbers as json prints them (a
+    score is a finite float; an order_key a float, None or the head)."""
+    rows = []
+    for c, tier, key, tried, chosen, tokens, reason, position in trace:
+        rows.append(_ROW % (
+            "null" if chosen is None else f'"{chosen}"', sha256_text(c.content),
+            "excluded" if chosen is None else "included", json_string(c.id),
+            "null" if key is None else '"head"' if math.isinf(key) else _number(key),
+            "null" if position is None else int(position),
+            "null" if reason is None else f'"{reason}"', _number(c.score),
+            "null" if tier is None else int(tier), tokens,
+            "[" + ",".join(f'"{level}"' for level in tried) + "]"))
+    return harden("[" + ",".join(rows) + "]")
+
+
+_ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","id":%s,"order_key":%s,'
+        '"position":%s,"reason":%s,"score":%s,"tier":%s,"tokens":%d,"tried":%s}')
+
+
+def _number(value: float) -> str:
+    # json.dumps prints a float by float.__repr__ (finite values only reach here).
+    return repr(value) if type(value) is float else canonical_json(value)
+
+
+def join_fragments(fragments: Mapping[str, str]) -> str:
+    """{key: canonical value text} -> the canonical JSON object (keys sorted, as json sorts)."""
+    return "{" + ",".join(f"{json_string(key)}:{fragments[key]}"
+                          for key in sorted(fragments)) + "}"
+
+
 def inputs_json(candidates: Sequence[Candidate]) -> str:
     """Canonical JSON of the candidate inputs, sorted so input order does not matter.
 
@@ -128,12 +178,25 @@ def seal_receipt(body: dict[str, Any], *, receipt_id: str, bundle_id: str, creat
     >>> digest == sha256_text(text)
     True
     """
-    receipt = dict(body)
-    receipt.update({
+    receipt = {key: canonical_json(value) for key, value in body.items()}
+    return seal_fragments(receipt, receipt_id=receipt_id, bundle_id=bundle_id,
+                          created_at=created_at, chain_namespace=chain_namespace, seq=seq,
+                          prev_sha256=prev_sha256, inputs=inputs, query=query,
+                          session_id=session_id)
+
+
+def seal_fragments(fragments: Mapping[str, str], *, receipt_id: str, bundle_id: str,
+                   created_at: datetime, chain_namespace: str, seq: int,
+                   prev_sha256: str | None, inputs: str, query: dict[str, Any] | None,
+                   session_id: str | None) -> tuple[str, str]:
+    """seal_receipt over a body already serialised per key (receipt_fragments)."""
+    chain = {
         "receipt_id": receipt_id, "bundle_id": bundle_id,
         "created_at": created_at.astimezone(UTC).isoformat(),
         "chain_namespace": chain_namespace, "seq": seq, "prev_sha256": prev_sha256,
         "inputs_sha256": sha256_text(inputs), "query": query, "session_id": session_id,
-    })
-    text = canonical_json(receipt)
+    }
+    receipt = dict(fragments)
+    receipt.update((key, canonical_json(value)) for key, value in chain.items())
+    text = join_fragments(receipt)
     return text, sha256_text(text)

@@ -25,7 +25,7 @@ import duckdb
 
 from ..bundle import MemoryBundle
 from ..errors import ReceiptError
-from ..receipts import RECEIPT_VERSION, inputs_json, seal_receipt
+from ..receipts import RECEIPT_VERSION, inputs_json, seal_fragments
 from ..records import Candidate
 from ..timefmt import as_utc
 from .cursors import cursor
@@ -62,7 +62,7 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
     """
     chain = chain_namespace(candidates, namespace)
     inputs = inputs_json(candidates)
-    body = bundle.receipt_body
+    body = bundle.receipt_fragments
     cur = cursor(con)
     try:
         for attempt in range(_RETRIES):
@@ -86,7 +86,7 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
         cur.close()
 
 
-def _store_once(cur, bundle: MemoryBundle, body: dict[str, Any], inputs: str, chain: str,
+def _store_once(cur, bundle: MemoryBundle, body: dict[str, str], inputs: str, chain: str,
                 session_id: str | None, query: dict[str, Any] | None,
                 created: datetime) -> Stored:
     bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
@@ -95,7 +95,7 @@ def _store_once(cur, bundle: MemoryBundle, body: dict[str, Any], inputs: str, ch
         "SELECT max(seq), arg_max(receipt_sha256, seq) FROM rms_receipts "
         "WHERE chain_namespace = ?", [chain]).fetchall()[0]
     seq = (last or 0) + 1
-    text, digest = seal_receipt(
+    text, digest = seal_fragments(
         body, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
         chain_namespace=chain, seq=seq, prev_sha256=prev, inputs=inputs, query=query,
         session_id=session_id)
