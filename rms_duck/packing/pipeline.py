@@ -102,15 +102,33 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
     for c in pool:
         by_tier[sel.outcomes[c.id].tier].append(c)
     overflow = _pack_pins_and_tasks(sel, by_tier[Tier.PINNED_OR_TASK])
-    for c in sorted(by_tier[Tier.EPISODE], key=lambda c: (-c.score, c.id)):
+    # One order for the rest: (tier, order key, id). Order keys are fixed before packing.
+    for c in by_tier[Tier.EPISODE] + by_tier[Tier.REMAINING]:
         sel.outcomes[c.id].order_key = c.score
-        _attempt(sel, c)
-    for c in order_multipath(sel, by_tier[Tier.MULTI_PATH], sel.config.multipath_ordering):
-        _attempt(sel, c)
-    for c in sorted(by_tier[Tier.REMAINING], key=lambda c: (-c.score, c.id)):
-        sel.outcomes[c.id].order_key = c.score
+    sequence = (sorted(by_tier[Tier.EPISODE], key=_by_score)
+                + order_multipath(sel, by_tier[Tier.MULTI_PATH], sel.config.multipath_ordering)
+                + sorted(by_tier[Tier.REMAINING], key=_by_score))
+    least = _suffix_minima([sel.least_cost(c) for c in sequence])
+    for i, c in enumerate(sequence):
+        if sel.remaining() < least[i]:
+            # Early exit: no candidate from here on can fit, so none is tried one by one.
+            sel.exhaust(sequence[i:])
+            break
         _attempt(sel, c)
     return overflow
+
+
+def _by_score(c: Candidate) -> tuple[float, str]:
+    return -c.score, c.id
+
+
+def _suffix_minima(values: list[int]) -> list[int]:
+    """out[i] = min(values[i:])."""
+    out = values[:]
+    for i in range(len(out) - 2, -1, -1):
+        if out[i + 1] < out[i]:
+            out[i] = out[i + 1]
+    return out
 
 
 def _attempt(sel: Selector, c: Candidate) -> None:

@@ -107,9 +107,9 @@ class Selector:
         self.allowed = _allowed_levels(config, self.fmt.text_levels_only)
         self.text_required = self.fmt.text_levels_only or config.min_level in TEXT_LEVELS
         self._sequence = 0
-        ranked = sorted(pool, key=lambda c: (-c.score, c.id))
-        n = len(ranked)
-        self.rank = {c.id: i / n for i, c in enumerate(ranked)}
+        self._floors: dict[tuple[str, Level], int] = {}
+        self._pool = pool
+        self._rank: dict[str, float] | None = None
 
     # -- levels and costs ---------------------------------------------------------------
 
@@ -130,6 +130,53 @@ class Selector:
     def remaining(self) -> int:
         return self.available - self.layout.used
 
+    def floor(self, c: Candidate, level: Level, text: str) -> int:
+        """counter.lower_bound(text), computed once per candidate and level."""
+        key = (c.id, level)
+        got = self._floors.get(key)
+        if got is None:
+            got = self._floors[key] = self.counter.lower_bound(text)
+        return got
+
+    def least_cost(self, c: Candidate) -> int:
+        """A floor on the line cost of `c` at any level it may be packed at."""
+        floors = [self.floor(c, level, text) for level in self.allowed
+                  if (text := representation_text(c, level)) is not None]
+        return min(floors, default=0)
+
+    def exhaust(self, rest: Sequence[Candidate]) -> None:
+        """Decide every candidate of `rest` at once, as trying each in turn would: nothing
+        in `rest` can fit any more (the caller checked every floor), so nothing is packed,
+        the remaining budget stays put, and each candidate records the levels it would try.
+        """
+        remaining = self.remaining()
+        outcomes, exhausted = self.outcomes, Reason.BUDGET_EXHAUSTED
+        folding, text_required = self.folding, self.text_required
+        # highest_fit over FULL (and PROSE), the reader's default: levels() would list FULL,
+        # whose text always exists, then PROSE when the candidate has a distinct one.
+        text_ladder = (self.config.representation_policy == "highest_fit"
+                       and self.allowed in ((Level.FULL,), (Level.FULL, Level.PROSE)))
+        prose = Level.PROSE in self.allowed
+        for c in rest:
+            outcome = outcomes[c.id]
+            if outcome.entry is not None or outcome.reason is not None:
+                continue
+            if remaining <= 0:
+                outcome.reason = exhausted
+            elif folding and c.evidence_ids and self.covered(c):
+                outcome.reason = Reason.FOLDED
+            elif text_required and not c.content.strip():
+                outcome.reason = Reason.NO_TEXT
+            elif text_ladder:
+                outcome.tried.append(Level.FULL)
+                if prose and c.prose is not None and representation_text(c, Level.PROSE):
+                    outcome.tried.append(Level.PROSE)
+                outcome.reason = exhausted
+            else:
+                levels = self.levels(c)
+                outcome.tried.extend(levels)  # every level levels() lists has its text
+                outcome.reason = self._miss_reason(c, levels)
+
     # -- inclusion ------------------------------------------------------------------------
 
     def try_include(self, c: Candidate, levels: Sequence[Level]) -> bool:
@@ -142,13 +189,14 @@ class Selector:
             return False
         conflicted = bool(self.conflicts.get(c.id))
         for level in levels:
-            view = self.view(c, level)
-            if view is None:
+            text = representation_text(c, level)
+            if text is None:
                 continue
             outcome.tried.append(level)
-            # Cheap floor first: a line that cannot fit is never tokenized.
-            if self.counter.lower_bound(view.text) > self.remaining():
+            # Cheap floor first: a line that cannot fit is never rendered nor tokenized.
+            if self.floor(c, level, text) > self.remaining():
                 continue
+            view = RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
             line = self.fmt.record_line(view)
             cost = self.counter.line_cost(line)
             if level is Level.FULL and outcome.full_cost is None:
@@ -249,6 +297,15 @@ class Selector:
             return ladder  # RFC Priority 1: STRUCTURED, else KEY_VALUE, else REFERENCE
         # RFC section 5: the chosen level, else a bare REFERENCE, else nothing.
         return ladder[:1] + [lv for lv in ladder[1:] if lv is Level.REFERENCE]
+
+    @property
+    def rank(self) -> dict[str, float]:
+        """Each candidate's score rank as a fraction (the budget_fraction policy only)."""
+        if self._rank is None:
+            ranked = sorted(self._pool, key=lambda c: (-c.score, c.id))
+            n = len(ranked)
+            self._rank = {c.id: i / n for i, c in enumerate(ranked)}
+        return self._rank
 
     def _fraction_start(self, c: Candidate, priority_one: bool) -> int:
         share = self.remaining() / self.available if self.available > 0 else 0.0
