@@ -62,3 +62,72 @@ def test_early_exit_lists_every_exhausted_candidate():
                                              ([5, 6, 4], [4, 4, 4])])
 def test_suffix_minima(values, expected):
     assert pipeline._suffix_minima(values) == expected
+
+
+# -- columnar intake -------------------------------------------------------------------------
+
+import pyarrow as pa  # noqa: E402
+from hypothesis import assume  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rms_duck.candidates import to_candidates  # noqa: E402
+from rms_duck.columnar import intake  # noqa: E402
+from rms_duck.errors import CandidateError  # noqa: E402
+from tests.test_budget_properties import candidate_rows  # noqa: E402
+
+
+def _both(rows):
+    try:
+        table = pa.Table.from_pylist(rows)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        assume(False)
+    results = []
+    for make in (lambda: to_candidates(table.to_pylist()), lambda: to_candidates(intake(table))):
+        try:
+            results.append(make())
+        except CandidateError as exc:
+            results.append(str(exc))
+    return results
+
+
+@PROPERTY_SETTINGS
+@given(st.lists(candidate_rows, max_size=12))
+def test_columnar_intake_builds_the_candidates_row_intake_builds(rows):
+    by_rows, by_columns = _both(rows)
+    assert by_columns == by_rows
+
+
+BAD = [
+    {"id": "a", "score": 1.5, "content": "x"},
+    {"id": None, "score": 0.5, "content": "x"},
+    {"id": "  padded ", "score": 0.5, "content": "x"},
+    {"id": "A0000000-0000-4000-8000-00000000000F", "score": 0.5, "content": "x"},
+    {"id": "b", "score": 0.5, "content": None},
+    {"id": "c", "score": 0.5, "content": "x", "type": "bogus"},
+    {"id": "d", "score": 0.5, "content": "x", "event_time": "not a time"},
+    {"id": "e", "score": float("nan"), "content": "x"},
+    {"id": "f", "score": 0.5, "content": "x", "path_count": -1},
+    {"id": "g", "score": 0.5, "content": "x", "condition_state": "TRUE"},
+    {"id": "h", "score": 0.5, "content": "x", "contradicts": ["A0000000-0000-4000-8000-00000000000F"]},
+]
+
+
+@pytest.mark.parametrize("bad", BAD, ids=[str(i) for i in range(len(BAD))])
+def test_columnar_intake_hands_odd_rows_to_the_row_checks(bad):
+    good = {"id": "z", "score": 0.25, "content": "fine"}
+    rows = [good, bad, good]
+    by_rows, by_columns = _both([{**{k: None for k in bad}, **good}, bad,
+                                 {**{k: None for k in bad}, **good}])
+    assert by_columns == by_rows
+    assert rows  # the same rows, whether valid (normalised) or rejected with one message
+
+
+def test_sql_pack_uses_the_columnar_intake_and_names_the_bad_row():
+    import duckdb
+
+    import rms_duck
+
+    con = rms_duck.connect()
+    with pytest.raises(duckdb.Error, match=r"candidate #1 \(id 'b'\): field 'score'"):
+        con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}, "
+                    "{'id': 'b', 'score': 2.0, 'content': 'y'}], 4096)").fetchall()

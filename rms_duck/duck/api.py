@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..bundle import MemoryBundle
 from ..candidates import to_candidates
+from ..columnar import intake
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError
 from ..packing.pipeline import pack_candidates
@@ -49,7 +50,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
         rows = _run_read_only(con, checked.sql, params)
         query = checked.to_dict()
     elif isinstance(candidates, (pa.Table, pa.RecordBatch)):
-        rows = candidates.to_pylist()
+        rows = intake(candidates)  # checked a column at a time; to_candidates finishes
     else:
         raise CandidateError(
             f"candidates must be a ranking query string or a pyarrow Table, got "

@@ -14,11 +14,13 @@ from typing import Any
 import pyarrow as pa
 
 from ..candidates import to_candidates
+from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError, RmsError
 from ..packing.forecast import likely_lines
 from ..packing.pipeline import pack_candidates
 from ..packing.repack import repack
+from ..records import Candidate
 from ..tokens.bulk import default_processes, warm_counter
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import get_encoding
@@ -70,34 +72,20 @@ def pack_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
     return pa.concat_arrays(chunks)
 
 
-def candidate_rows(candidates: pa.ChunkedArray) -> list[list[dict[str, Any] | None] | None]:
-    """The LIST(STRUCT) column as Python rows, field by field rather than row by row.
+def candidate_rows(candidates: pa.ChunkedArray) -> list[list[Row] | None]:
+    """The LIST(STRUCT) column as one list per bundle, validated a column at a time.
 
-    Same values as to_pylist(), but a field that is NULL in every row of the batch is left
-    out of the dicts (to_candidate() reads a missing field as NULL): rows from the
-    26-field candidate type are about a quarter of the size, and quicker to build.
+    columnar.intake() turns each chunk's candidate structs into Candidates wherever a row is
+    already valid, and leaves the others as dicts, which pack_candidates() checks (and
+    rejects) row by row with the usual message, so errors name the same row and field.
     """
-    out: list[list[dict[str, Any] | None] | None] = []
+    out: list[list[Row] | None] = []
     for chunk in candidates.chunks:
         if len(chunk) == 0:
             continue
-        structs = chunk.values.slice(chunk.offsets[0].as_py(),
-                                     chunk.offsets[-1].as_py() - chunk.offsets[0].as_py())
         base = chunk.offsets[0].as_py()
-        names, columns = [], []
-        for i, field in enumerate(structs.type):
-            column = structs.field(i)
-            if column.null_count < len(column):
-                names.append(field.name)
-                columns.append(column.to_pylist())
-        rows: list[dict[str, Any] | None] = [dict(zip(names, values, strict=False))
-                                             for values in zip(*columns, strict=False)]
-        if not columns:
-            rows = [{} for _ in range(len(structs))]
-        if structs.null_count:
-            for i, valid in enumerate(structs.is_valid().to_pylist()):
-                if not valid:
-                    rows[i] = None
+        structs = chunk.values.slice(base, chunk.offsets[-1].as_py() - base)
+        rows = intake(structs)
         offsets = chunk.offsets.to_pylist()
         for lo, hi, valid in zip(offsets, offsets[1:], chunk.is_valid().to_pylist(), strict=False):
             out.append(rows[lo - base:hi - base] if valid else None)
@@ -107,8 +95,9 @@ def candidate_rows(candidates: pa.ChunkedArray) -> list[list[dict[str, Any] | No
 def _cost_batch_lines(jobs: list[list[Any]]) -> None:
     """Validate the batch's candidates and cost their likely lines in one bulk call, when
     the batch is large enough for worker processes to pay off."""
-    chars = sum(len(row.get("content") or "") for rows, _, _ in jobs for row in rows
-                if isinstance(row, dict))
+    chars = sum(len(row.content) if isinstance(row, Candidate) else
+                len(row.get("content") or "") if isinstance(row, dict) else 0
+                for rows, _, _ in jobs for row in rows)
     if chars < BATCH_THRESHOLD_CHARS or default_processes() < 2:
         return
     lines: dict[str, list[str]] = {}

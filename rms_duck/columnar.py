@@ -1,0 +1,211 @@
+"""Columnar intake: validate candidate rows as Arrow columns, build Candidates without dicts.
+
+candidates.to_candidate() checks one Python dict at a time. Here each field is checked for a
+whole column at once (pyarrow.compute), and a row whose every field is already in its final
+form becomes a Candidate straight from the column values. Any other row (a NULL id, a score
+out of range, an upper-case UUID, an id list, a JSON value, a type this module does not
+know) is handed back as its plain dict, for to_candidates() to normalise or reject with the
+usual message naming the row, field, value and fix. So the two paths accept the same rows,
+produce equal Candidates, and raise the same first error (tests/test_fast_paths.py).
+
+pyarrow is imported inside the functions: the core stays importable without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .candidates import _ENUM_VALUES, _NEW, _SLOTS, _instant, _Where
+from .records import CONDITION_STATES, Candidate
+
+Row = Candidate | dict[str, Any] | None
+
+_CANONICAL_UUID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+# An id kept verbatim by _node_id: not 36 long, and (a conservative subset of "no padding")
+# it starts and ends with printable ASCII other than a space.
+_PLAIN_EDGES = r"^[!-~]((?s).*[!-~])?$"
+_FLOATS = ("score", "salience", "confidence")
+_INTS = ("session_position", "token_cost_estimate")
+_REQUIRED = ("id", "score", "content")
+_LISTS = ("paths", "evidence_ids", "contradicts")
+_AS_IS_TEXTS = ("content", "namespace_id", "session_id", "prose")
+
+
+def intake(structs: Any) -> list[Row]:
+    """One entry per row of a StructArray (or Table / RecordBatch) of candidate fields: a
+    Candidate when the row is valid as it stands, else the row's dict (or None)."""
+    import pyarrow as pa
+
+    if isinstance(structs, (pa.Table, pa.RecordBatch)):
+        table = structs if isinstance(structs, pa.Table) else pa.Table.from_batches([structs])
+        table = table.combine_chunks()
+        arrays = [column.chunk(0) if column.num_chunks else pa.array([], column.type)
+                  for column in table.columns]
+        if not arrays:
+            return [{} for _ in range(table.num_rows)]
+        structs = pa.StructArray.from_arrays(arrays, names=table.column_names)
+    n = len(structs)
+    if n == 0:
+        return []
+    fast = _valid_rows(structs)
+    columns = _columns(structs)
+    out: list[Row] = []
+    present = [(setter, default) for name, default, setter in _SLOTS if name in columns]
+    absent = [(setter, default) for name, default, setter in _SLOTS if name not in columns]
+    bad_times = _convert_times(columns)
+    fast_list = fast.to_pylist()
+    new = _NEW
+    for row, row_values in enumerate(zip(*(columns[name] for name, _, _ in _SLOTS
+                                            if name in columns), strict=True)):
+        if not fast_list[row] or row in bad_times:
+            out.append(structs[row].as_py())
+            continue
+        obj = new(Candidate)
+        for setter, default in absent:
+            setter(obj, default)
+        for (setter, default), value in zip(present, row_values, strict=True):
+            setter(obj, default if value is None else value)
+        out.append(obj)
+    return out
+
+
+def _valid_rows(structs) -> Any:
+    """A boolean mask: True where every field of the row is already final (see module doc)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mask = structs.is_valid()
+    fields = {structs.type.field(i).name: structs.field(i) for i in range(structs.type.num_fields)}
+    for name in _REQUIRED:
+        if name not in fields:
+            return pa.array([False] * len(structs))
+    for name, column in fields.items():
+        if name not in _KNOWN or (column.null_count == len(column) and name not in _REQUIRED):
+            continue
+        mask = pc.and_kleene(mask, pc.fill_null(_field_ok(name, column), False))
+    return pc.fill_null(mask, False)
+
+
+def _field_ok(name: str, column) -> Any:
+    """Per row: the field is NULL where NULL is allowed, or a value to_candidate keeps as is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    null_ok = name not in ("id", "score", "content")
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if name in ("id", "superseded_by"):
+            ok = pc.or_(pc.match_substring_regex(column, _CANONICAL_UUID),
+                        pc.and_(pc.not_equal(pc.utf8_length(column), 36),
+                                pc.match_substring_regex(column, _PLAIN_EDGES)))
+        elif name in _ENUM_VALUES:
+            ok = pc.is_in(column, value_set=pa.array(list(_ENUM_VALUES[name]), kind))
+        elif name == "condition_state":
+            ok = pc.is_in(column, value_set=pa.array(list(CONDITION_STATES), kind))
+        elif name in _AS_IS_TEXTS or name in _TIMES or name == "speaker":
+            ok = pc.is_valid(column)
+        else:
+            ok = pa.array([False] * len(column))  # structured_value: parsed and re-dumped
+    elif name in _TIMES and (pa.types.is_timestamp(kind) or pa.types.is_date(kind)):
+        ok = pc.is_valid(column)  # converted to UTC per value, as to_candidate does
+    elif name in _FLOATS and pa.types.is_float64(kind):
+        ok = pc.and_(pc.greater_equal(column, 0.0), pc.less_equal(column, 1.0))
+    elif name in _INTS and pa.types.is_integer(kind):
+        ok = pc.is_valid(column)
+    elif name == "path_count" and pa.types.is_integer(kind):
+        ok = pc.greater_equal(column, 0)
+    elif name == "pinned" and pa.types.is_boolean(kind):
+        ok = pc.is_valid(column)
+    elif name in _LISTS and pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        if name == "paths":
+            ok = pc.is_valid(column)
+        else:  # evidence_ids, contradicts: each id is checked row by row, unless none
+            ok = pc.equal(pc.list_value_length(column), 0)
+    else:
+        ok = pa.array([False] * len(column))  # id lists and any other type: row by row
+    ok = pc.fill_null(ok, False)
+    return pc.or_(ok, pc.is_null(column)) if null_ok else ok
+
+
+_TIMES = ("event_time", "valid_from", "valid_to")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_KNOWN = frozenset(name for name, _, _ in _SLOTS)
+
+
+def _columns(structs) -> dict[str, list[Any]]:
+    """The final Python values of each field that is not NULL in every row."""
+    import pyarrow as pa
+
+    out: dict[str, list[Any]] = {}
+    for i in range(structs.type.num_fields):
+        name = structs.type.field(i).name
+        column = structs.field(i)
+        if name not in _KNOWN or column.null_count == len(column):
+            continue
+        kind = column.type
+        if name in _TIMES and pa.types.is_timestamp(kind) and kind.tz and kind.unit != "ns":
+            # Aware instants as microseconds since the epoch: datetimes in UTC built
+            # directly, the values to_candidate's as_utc() gives, without a zone lookup.
+            micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+            out[name] = [None if v is None else _EPOCH + timedelta(microseconds=v)
+                         for v in micros]
+            continue
+        values = column.to_pylist()
+        convert = _CONVERT.get(name)
+        if convert is not None:
+            values = convert(values)
+        out[name] = values
+    return out
+
+
+def _enum_converter(name: str) -> Callable[[list[Any]], list[Any]]:
+    members = _ENUM_VALUES[name]
+
+    def convert(values: list[Any]) -> list[Any]:
+        return [None if v is None else members.get(v) for v in values]
+
+    return convert
+
+
+def _paths(values: list[Any]) -> list[Any]:
+    return [None if v is None else tuple([p for p in v if p is not None]) for v in values]
+
+
+def _speaker(values: list[Any]) -> list[Any]:
+    return [None if v is None else (str(v).strip() or None) for v in values]
+
+
+_CONVERT: dict[str, Callable[[list[Any]], list[Any]]] = {
+    **{name: _enum_converter(name) for name in _ENUM_VALUES},
+    "paths": _paths,
+    "evidence_ids": _paths,  # only empty lists are taken from the columns
+    "contradicts": _paths,
+    "speaker": _speaker,
+}
+
+
+def _convert_times(columns: dict[str, list[Any]]) -> set[int]:
+    """Turn the time columns' values into UTC datetimes in place, as to_candidate does;
+    return the rows holding a time it would reject (those rows go row by row)."""
+    bad: set[int] = set()
+    for name in _TIMES:
+        values = columns.get(name)
+        if values is None:
+            continue
+        for row, value in enumerate(values):
+            if value is None or (type(value) is datetime and value.tzinfo is UTC):
+                continue
+            try:
+                values[row] = _instant(_Where(row, None), name, value)
+            except Exception:  # noqa: BLE001 - to_candidate() raises it, in row order
+                bad.add(row)
+    return bad
+
+
+def finish(rows: Sequence[Row]) -> list[Candidate]:
+    """to_candidates() over an intake: Candidates pass through, the rest are checked."""
+    from .candidates import to_candidates
+
+    return to_candidates(rows)
