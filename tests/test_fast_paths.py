@@ -14,7 +14,6 @@ from hypothesis import given
 from rms_duck.escape import canonical_json
 from rms_duck.packing import pipeline
 from rms_duck.packing.pipeline import pack_candidates
-from rms_duck.receipts import receipt_body
 from tests.test_budget_properties import PROPERTY_SETTINGS, cases
 
 
@@ -43,7 +42,7 @@ def test_early_exit_decides_the_rest_as_trying_each_would(case):
 def test_receipt_text_is_canonical_json_of_the_body(case):
     rows, budget, config = case
     bundle = pack_candidates(rows, budget=budget, config=config)
-    assert bundle.receipt == canonical_json(receipt_body(bundle))
+    assert bundle.receipt == canonical_json(bundle.receipt_body)
 
 
 def test_early_exit_lists_every_exhausted_candidate():
