@@ -83,3 +83,14 @@ def test_rfc_literal_reference_packs_within_budget_and_stops_at_its_deadline(enc
 def test_workload_is_deterministic():
     assert make_rows(5, seed=3) == make_rows(5, seed=3)
     assert make_rows(5, seed=3) != make_rows(5, seed=4)
+
+
+@pytest.mark.slow
+def test_smoke_bench_prints_the_issue_targets_with_their_limits(smoke_output):
+    from rms_duck.bench.table import ISSUE_COLUMNS
+
+    issue = _tables(smoke_output)[3]
+    assert tuple(issue[0]) == ISSUE_COLUMNS and len(issue) == 2 + 7
+    assert [row[2] for row in issue[2:]] == ["<= 2", "<= 1.3", "<= 1.3", "<= 5", "<= 1", "<= 1",
+                                            "<= 2.5"]
+    assert any("estimate packer" in row[0] for row in issue[2:])
