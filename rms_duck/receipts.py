@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
+from operator import attrgetter
 from typing import Any
 
 from .config import PackingConfig
@@ -160,11 +161,40 @@ def join_fragments(fragments: Mapping[str, str]) -> str:
 def inputs_json(candidates: Sequence[Candidate]) -> str:
     """Canonical JSON of the candidate inputs, sorted so input order does not matter.
 
-    Each row is serialised once; joining the sorted row texts gives the same bytes as
-    canonical_json of the sorted list.
+    Each row is written once, straight from the candidate's fields (input_row_json); joining
+    the sorted row texts gives the same bytes as canonical_json of the sorted list of
+    candidate_to_dict() rows.
     """
-    rows = sorted(canonical_json(candidate_to_dict(c)) for c in candidates)
+    rows = sorted(input_row_json(c) for c in candidates)
     return "[" + ",".join(rows) + "]"
+
+
+def input_row_json(c: Candidate) -> str:
+    """canonical_json(candidate_to_dict(c)), without building the dict."""
+    parts = []
+    for prefix, value in zip(_INPUT_PREFIXES, _input_values(c), strict=True):
+        kind = type(value)
+        if value is None:
+            text = "null"
+        elif kind is str:
+            text = json_string(value)
+        elif kind is float and math.isfinite(value):
+            text = repr(value)
+        elif kind is tuple and all(type(v) is str for v in value):
+            text = "[" + ",".join([json_string(v) for v in value]) + "]"
+        elif isinstance(value, Enum):
+            text = json_string(value.value)
+        elif isinstance(value, datetime):
+            text = json_string(value.isoformat())
+        else:  # bool, int and anything unusual: exactly as json prints it
+            text = canonical_json(list(value) if kind is tuple else value)
+        parts.append(prefix + text)
+    return harden("{" + ",".join(parts) + "}")
+
+
+_INPUT_KEYS = sorted(Candidate.__slots__)
+_INPUT_PREFIXES = [json_string(key) + ":" for key in _INPUT_KEYS]
+_input_values = attrgetter(*_INPUT_KEYS)
 
 
 def seal_receipt(body: dict[str, Any], *, receipt_id: str, bundle_id: str, created_at: datetime,

@@ -129,3 +129,18 @@ def test_sql_pack_uses_the_columnar_intake_and_names_the_bad_row():
     with pytest.raises(duckdb.Error, match=r"candidate #1 \(id 'b'\): field 'score'"):
         con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}, "
                     "{'id': 'b', 'score': 2.0, 'content': 'y'}], 4096)").fetchall()
+
+
+@PROPERTY_SETTINGS
+@given(st.lists(candidate_rows, max_size=12))
+def test_stored_input_rows_are_canonical_json_of_each_candidate(rows):
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import candidate_to_dict, inputs_json
+
+    try:
+        candidates = to_candidates(rows)
+    except CandidateError:
+        assume(False)
+    expected = canonical_json(sorted((candidate_to_dict(c) for c in candidates),
+                                     key=canonical_json))
+    assert inputs_json(candidates) == expected

@@ -107,7 +107,6 @@ class Selector:
         self.allowed = _allowed_levels(config, self.fmt.text_levels_only)
         self.text_required = self.fmt.text_levels_only or config.min_level in TEXT_LEVELS
         self._sequence = 0
-        self._floors: dict[tuple[str, Level], int] = {}
         self._pool = pool
         self._rank: dict[str, float] | None = None
 
@@ -130,17 +129,11 @@ class Selector:
     def remaining(self) -> int:
         return self.available - self.layout.used
 
-    def floor(self, c: Candidate, level: Level, text: str) -> int:
-        """counter.lower_bound(text), computed once per candidate and level."""
-        key = (c.id, level)
-        got = self._floors.get(key)
-        if got is None:
-            got = self._floors[key] = self.counter.lower_bound(text)
-        return got
-
     def least_cost(self, c: Candidate) -> int:
         """A floor on the line cost of `c` at any level it may be packed at."""
-        floors = [self.floor(c, level, text) for level in self.allowed
+        if self.allowed[0] is Level.FULL and len(self.allowed) == 1:
+            return self.counter.lower_bound(c.content)
+        floors = [self.counter.lower_bound(text) for level in self.allowed
                   if (text := representation_text(c, level)) is not None]
         return min(floors, default=0)
 
@@ -194,7 +187,7 @@ class Selector:
                 continue
             outcome.tried.append(level)
             # Cheap floor first: a line that cannot fit is never rendered nor tokenized.
-            if self.floor(c, level, text) > self.remaining():
+            if self.counter.lower_bound(text) > self.remaining():
                 continue
             view = RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
             line = self.fmt.record_line(view)

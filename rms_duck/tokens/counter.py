@@ -21,6 +21,7 @@ from .encodings import get_encoding
 
 _CACHE_LIMIT = 1_000_000
 _CACHES: dict[str, dict[str, int]] = {}
+_FLOORS: dict[str, dict[str, int]] = {}
 _CACHES_LOCK = threading.Lock()
 _MAX_TOKEN_BYTES: dict[str, int] = {}
 
@@ -77,6 +78,8 @@ class LineCounter:
         # shared=False starts from nothing: audits recount instead of trusting any cache.
         with _CACHES_LOCK:
             self._cache = _CACHES.setdefault(encoding, {}) if shared else {}
+            # Floors depend only on the text and the vocabulary's longest token.
+            self._floors = _FLOORS.setdefault(encoding, {}) if shared else {}
         self.misses = 0
         # With record=True, the lines this counter tokenized, for costcache to persist.
         self._fresh: dict[str, int] | None = {} if record else None
@@ -108,9 +111,18 @@ class LineCounter:
         """A cheap floor on the cost of any line that shows `text` as a JSON string.
 
         No token spans more than max_token_chars bytes, and no token spans two word runs.
+        Remembered per text for the process, like line costs: a warm pack looks it up.
         """
-        by_length = -(-(len(text) + 1) // self.max_token_chars)
-        return max(by_length, word_runs(text))
+        floors = self._floors
+        got = floors.get(text)
+        if got is None:
+            by_length = -(-(len(text) + 1) // self.max_token_chars)
+            got = max(by_length, word_runs(text))
+            if len(floors) >= _CACHE_LIMIT:
+                for key in list(floors)[: _CACHE_LIMIT // 10]:  # the oldest tenth
+                    floors.pop(key, None)
+            floors[text] = got
+        return got
 
     def unseen(self, lines: Iterable[str]) -> list[str]:
         """The distinct lines among `lines` whose cost is not cached yet, in first-seen order."""
@@ -148,5 +160,5 @@ class LineCounter:
 def clear_line_cache() -> None:
     """Forget every cached line cost (tests use it to measure the cold path)."""
     with _CACHES_LOCK:
-        for cache in _CACHES.values():
+        for cache in (*_CACHES.values(), *_FLOORS.values()):
             cache.clear()
