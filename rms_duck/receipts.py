@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import PackingConfig
 from .escape import canonical_json, harden, json_string
-from .records import Candidate, Decision
+from .records import Candidate, Decision, Epistemic, Lifecycle, NodeType, SourceType
 from .sha import sha256_text
 
 RECEIPT_VERSION = 1
@@ -179,11 +179,11 @@ def input_row_json(c: Candidate) -> str:
         elif kind is str:
             text = json_string(value)
         elif kind is float and math.isfinite(value):
-            text = repr(value)
+            text = repr(value)  # json prints a float by its repr (-0.0 included)
+        elif kind in _ENUM_TYPES:
+            text = _ENUM_TEXTS[value]
         elif kind is tuple and all(type(v) is str for v in value):
             text = "[" + ",".join([json_string(v) for v in value]) + "]"
-        elif isinstance(value, Enum):
-            text = json_string(value.value)
         elif isinstance(value, datetime):
             text = json_string(value.isoformat())
         else:  # bool, int and anything unusual: exactly as json prints it
@@ -192,6 +192,8 @@ def input_row_json(c: Candidate) -> str:
     return harden("{" + ",".join(parts) + "}")
 
 
+_ENUM_TYPES = frozenset({NodeType, Epistemic, SourceType, Lifecycle})
+_ENUM_TEXTS = {member: json_string(member.value) for kind in _ENUM_TYPES for member in kind}
 _INPUT_KEYS = sorted(Candidate.__slots__)
 _INPUT_PREFIXES = [json_string(key) + ":" for key in _INPUT_KEYS]
 _input_values = attrgetter(*_INPUT_KEYS)

@@ -144,3 +144,14 @@ def test_stored_input_rows_are_canonical_json_of_each_candidate(rows):
     expected = canonical_json(sorted((candidate_to_dict(c) for c in candidates),
                                      key=canonical_json))
     assert inputs_json(candidates) == expected
+
+
+def test_stored_input_rows_keep_negative_zero_and_enum_spellings():
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import candidate_to_dict, input_row_json
+
+    rows = [{"id": "a", "score": -0.0, "content": "x", "lifecycle_state": "deprecated",
+             "epistemic_type": "deprecated", "confidence": 1e-7, "paths": ["P\u2028"]}]
+    (c,) = to_candidates(rows)
+    assert input_row_json(c) == canonical_json(candidate_to_dict(c))
+    assert '"score":-0.0' in input_row_json(c)
