@@ -133,7 +133,7 @@ def candidates_json(trace: Sequence[tuple]) -> str:
     rows = []
     for c, tier, key, tried, chosen, tokens, reason, position in trace:
         rows.append(_ROW % (
-            "null" if chosen is None else f'"{chosen}"', sha256_text(c.content),
+            "null" if chosen is None else f'"{chosen}"', _content_sha256(c.content),
             "excluded" if chosen is None else "included", json_string(c.id),
             "null" if key is None else '"head"' if math.isinf(key) else _number(key),
             "null" if position is None else int(position),
@@ -142,6 +142,21 @@ def candidates_json(trace: Sequence[tuple]) -> str:
             "[" + ",".join(f'"{level}"' for level in tried) + "]"))
     return harden("[" + ",".join(rows) + "]")
 
+
+def _content_sha256(text: str) -> str:
+    """sha256_text(text), remembered for recently seen texts: agents re-pack the same ones."""
+    digest = _DIGESTS.get(text)
+    if digest is None:
+        digest = sha256_text(text)
+        if len(_DIGESTS) >= _DIGESTS_LIMIT:
+            for key in list(_DIGESTS)[: _DIGESTS_LIMIT // 10]:  # the oldest tenth
+                _DIGESTS.pop(key, None)
+        _DIGESTS[text] = digest
+    return digest
+
+
+_DIGESTS: dict[str, str] = {}
+_DIGESTS_LIMIT = 65_536
 
 _ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","id":%s,"order_key":%s,'
         '"position":%s,"reason":%s,"score":%s,"tier":%s,"tokens":%d,"tried":%s}')

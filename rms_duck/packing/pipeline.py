@@ -21,6 +21,7 @@ from ..records import (
     ExcludedRecord,
     Flag,
     IncludedRecord,
+    Level,
     Reason,
     Tier,
 )
@@ -231,14 +232,13 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budg
                        conflict=bool(e.view.contradicts))
         for e in assembly.entries
     )
+    # The pool is sorted by id (dedupe), so the outcomes already are: no sort needed.
+    exhausted = Reason.BUDGET_EXHAUSTED
     excluded = [
-        ExcludedRecord(id=o.candidate.id, reason=o.reason or Reason.BUDGET_EXHAUSTED,
-                       score=o.candidate.score, tier=o.tier)
-        for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id)
-        if o.candidate.id not in position
+        _excluded(o.candidate.id, o.reason or exhausted, o.candidate.score, o.tier)
+        for o in sel.outcomes.values() if o.candidate.id not in position
     ]
-    excluded += [ExcludedRecord(id=c.id, reason=Reason.DUPLICATE, score=c.score, tier=None)
-                 for c in duplicates]
+    excluded += [_excluded(c.id, Reason.DUPLICATE, c.score, None) for c in duplicates]
     conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
     metrics = bundle_metrics(included, available)
     return MemoryBundle(
@@ -252,16 +252,36 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budg
         trace=_trace(sel, assembly, duplicates, position))
 
 
+def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> ExcludedRecord:
+    """ExcludedRecord(...) without the frozen dataclass's per-field __setattr__ detour."""
+    record = _NEW(ExcludedRecord)
+    _SET_ID(record, id)
+    _SET_REASON(record, reason)
+    _SET_SCORE(record, score)
+    _SET_TIER(record, tier)
+    return record
+
+
+_NEW = object.__new__
+_SET_ID, _SET_REASON, _SET_SCORE, _SET_TIER = (getattr(ExcludedRecord, name).__set__
+                                               for name in ("id", "reason", "score", "tier"))
+
+
 def _trace(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
            position: dict[str, int]) -> tuple[TraceRow, ...]:
     """Freeze each candidate's fate once, sorted by id, duplicates last (the receipt's order)."""
     final = {e.candidate.id: e for e in assembly.entries}
     rows: list[TraceRow] = []
-    for o in sorted(sel.outcomes.values(), key=lambda o: o.candidate.id):
+    spelled: dict[tuple[Level, ...], tuple[str, ...]] = {}  # a few distinct ladders per pack
+    exhausted = Reason.BUDGET_EXHAUSTED.value
+    for o in sel.outcomes.values():  # sorted by id: the pool is
         c, entry = o.candidate, final.get(o.candidate.id)
-        tried = tuple(level.value for level in o.tried)
+        levels = tuple(o.tried)
+        tried = spelled.get(levels)
+        if tried is None:
+            tried = spelled[levels] = tuple(level.value for level in levels)
         if entry is None:
-            reason = (o.reason or Reason.BUDGET_EXHAUSTED).value
+            reason = exhausted if o.reason is None else o.reason.value
             rows.append((c, int(o.tier), o.order_key, tried, None, 0, reason, None))
         else:
             rows.append((c, int(o.tier), o.order_key, tried, entry.level.value, entry.cost,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
 from ..records import (
+    ACTIVE_TASK_STATES,
     EPISODE_PATHS,
     LEVEL_ORDER,
     TEXT_LEVELS,
@@ -39,13 +40,25 @@ def path_count(c: Candidate, session_packing: bool = False) -> int:
 
 
 def tier_of(c: Candidate, session_packing: bool = False) -> Tier:
-    if c.is_pinned or c.is_active_task:
-        return Tier.PINNED_OR_TASK
-    if any(path in EPISODE_PATHS for path in c.paths):
-        return Tier.EPISODE
+    # Spelled out (not c.is_pinned / c.is_active_task): it runs once per candidate per pack.
+    if c.pinned or c.salience == 1.0 or (c.type is _TASK and c.lifecycle_state in _ACTIVE):
+        return _PINNED_OR_TASK
+    paths = c.paths
+    if paths and not _EPISODE_PATHS.isdisjoint(paths):
+        return _EPISODE
+    if c.path_count is None and len(paths) < 2:
+        return _REMAINING  # at most one distinct path
     if path_count(c, session_packing) >= 2:
-        return Tier.MULTI_PATH
-    return Tier.REMAINING
+        return _MULTI_PATH
+    return _REMAINING
+
+
+# Enum members as module constants: attribute access on an enum class is slow in 3.11.
+_TASK = NodeType.TASK
+_ACTIVE = ACTIVE_TASK_STATES
+_EPISODE_PATHS = EPISODE_PATHS
+_PINNED_OR_TASK, _EPISODE, _MULTI_PATH, _REMAINING = (
+    Tier.PINNED_OR_TASK, Tier.EPISODE, Tier.MULTI_PATH, Tier.REMAINING)
 
 
 def section_of(c: Candidate, level: Level, conflicted: bool, fact_min_confidence: float) -> Section:
@@ -108,6 +121,8 @@ class Selector:
         self.text_required = self.fmt.text_levels_only or config.min_level in TEXT_LEVELS
         self._sequence = 0
         self._pool = pool
+        self._text_ladder = self.allowed in ((Level.FULL,), (Level.FULL, Level.PROSE))
+        self._prose = Level.PROSE in self.allowed
         self._rank: dict[str, float] | None = None
 
     # -- levels and costs ---------------------------------------------------------------
@@ -131,8 +146,13 @@ class Selector:
 
     def least_cost(self, c: Candidate) -> int:
         """A floor on the line cost of `c` at any level it may be packed at."""
-        if self.allowed[0] is Level.FULL and len(self.allowed) == 1:
-            return self.counter.lower_bound(c.content)
+        if self._text_ladder:  # FULL (and PROSE): the content, or a distinct prose text
+            floor = self.counter.lower_bound(c.content)
+            if c.prose is not None and self._prose:
+                text = representation_text(c, Level.PROSE)
+                if text is not None:
+                    floor = min(floor, self.counter.lower_bound(text))
+            return floor
         floors = [self.counter.lower_bound(text) for level in self.allowed
                   if (text := representation_text(c, level)) is not None]
         return min(floors, default=0)
