@@ -117,13 +117,38 @@ def receipt_fragments(*, config: PackingConfig, encoding_sha256: str, budget: in
     canonical_json(receipt_body(...)) byte for byte, but the candidate rows are written
     straight from the frozen trace, in one pass, and storage adds the chain fields without
     serialising the candidates again."""
-    body = receipt_body(config=config, encoding_sha256=encoding_sha256, budget=budget,
-                        available=available, tokens_used=tokens_used,
-                        context_sha256=context_sha256, flags=flags, conflicts=conflicts,
-                        metrics=metrics, decisions=(), guidance_shown=guidance_shown)
+    # receipt_body()'s fields (tests/test_fast_paths.py holds the two to the same bytes).
+    body = {
+        "receipt_version": RECEIPT_VERSION,
+        "encoding": {"name": config.encoding, "sha256": encoding_sha256},
+        "budget": budget,
+        "available": available,
+        "tokens_used": tokens_used,
+        "context_sha256": context_sha256,
+        "flags": list(flags),
+        "conflicts": [list(pair) for pair in conflicts],
+        "guidance_shown": guidance_shown,
+        "metrics": dict(metrics),
+    }
     out = {key: canonical_json(value) for key, value in body.items()}
+    out["config"] = _config_json(config)
     out["candidates"] = candidates_json(trace)
     return out
+
+
+def _config_json(config: PackingConfig) -> str:
+    """canonical_json(config.to_dict()), once per config object: the bundles of one GROUP BY
+    share their parsed config. Keyed by identity, as equal configs may print differently
+    (-0.0 == 0.0)."""
+    got = _CONFIG_TEXTS.get(id(config))
+    if got is None or got[0] is not config:
+        if len(_CONFIG_TEXTS) >= 64:
+            _CONFIG_TEXTS.clear()
+        got = _CONFIG_TEXTS[id(config)] = (config, canonical_json(config.to_dict()))
+    return got[1]
+
+
+_CONFIG_TEXTS: dict[int, tuple[PackingConfig, str]] = {}
 
 
 def candidates_json(trace: Sequence[tuple]) -> str:
