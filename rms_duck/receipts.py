@@ -8,6 +8,7 @@ tests hold stored receipts and docs/audits.md to exactly these names.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from typing import Any
 
 from .config import PackingConfig
 from .escape import canonical_json, harden, json_string
-from .records import Candidate, Decision, Epistemic, Lifecycle, NodeType, SourceType
+from .records import Candidate, Decision
 from .sha import sha256_text
 
 RECEIPT_VERSION = 1
@@ -210,30 +211,22 @@ def inputs_json(candidates: Sequence[Candidate]) -> str:
 
 
 def input_row_json(c: Candidate) -> str:
-    """canonical_json(candidate_to_dict(c)), without building the dict."""
-    parts = []
-    for prefix, value in zip(_INPUT_PREFIXES, _input_values(c), strict=True):
-        kind = type(value)
-        if value is None:
-            text = "null"
-        elif kind is str:
-            text = json_string(value)
-        elif kind is float and math.isfinite(value):
-            text = repr(value)  # json prints a float by its repr (-0.0 included)
-        elif kind in _ENUM_TYPES:
-            text = _ENUM_TEXTS[value]
-        elif kind is tuple and all(type(v) is str for v in value):
-            text = "[" + ",".join([json_string(v) for v in value]) + "]"
-        elif isinstance(value, datetime):
-            text = json_string(value.isoformat())
-        else:  # bool, int and anything unusual: exactly as json prints it
-            text = canonical_json(list(value) if kind is tuple else value)
-        parts.append(prefix + text)
-    return harden("{" + ",".join(parts) + "}")
+    """canonical_json(candidate_to_dict(c)), in C: json's encoder already writes an enum
+    member (a str) as its value, a tuple as a list and a float by its repr, and the keys go
+    in sorted; only the datetimes need their ISO text first."""
+    row = dict(zip(_INPUT_KEYS, _input_values(c), strict=True))
+    for key in _TIME_KEYS:
+        value = row[key]
+        if value is not None:
+            row[key] = value.isoformat()
+    return harden(_encode_sorted(row))
 
 
-_ENUM_TYPES = frozenset({NodeType, Epistemic, SourceType, Lifecycle})
-_ENUM_TEXTS = {member: json_string(member.value) for kind in _ENUM_TYPES for member in kind}
+_TIME_KEYS = ("event_time", "valid_from", "valid_to")
+# canonical_json's encoder minus the key sort: input_row_json inserts the keys sorted.
+_encode_sorted = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 _INPUT_KEYS = sorted(Candidate.__slots__)
 _INPUT_PREFIXES = [json_string(key) + ":" for key in _INPUT_KEYS]
 _input_values = attrgetter(*_INPUT_KEYS)
