@@ -66,6 +66,7 @@ class Plan:
     target_estimate_ns: tuple[int, ...] = (600, 10_000)
     target_bulk_bundles: int = 5_000
     only_targets: bool = False
+    clock: str = "wall"  # the target rows' clock: "wall" or "cpu" (targets.py)
 
     def reps(self, n: int) -> int:
         """Fewer repetitions for the largest pools, where one run already takes a while."""
@@ -255,7 +256,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     changes = {name: getattr(args, attr) for name, attr in (
         ("sizes", "sizes"), ("budgets", "budgets"), ("repeats", "repeats"), ("e_cap", "e_cap"),
         ("bulk_bundles", "bulk"), ("processes", "processes"), ("seed", "seed"),
-        ("only_targets", "only_targets"))
+        ("only_targets", "only_targets"), ("clock", "clock"))
         if getattr(args, attr, None) is not None}
     return replace(plan, **changes)
 

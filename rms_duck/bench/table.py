@@ -19,8 +19,11 @@ def render_report(report) -> str:
          f"{m.get('bench_seconds', '?')} s in all."),
         "",
     ]
+    clock = getattr(report.plan, "clock", "wall")
     issue = ["", ("Issue 10 targets: medians of per-repetition ratios, both sides measured "
-                  "back to back in this run."), "",
+                  f"back to back in this run ({clock} clock"
+                  + ("; the GROUP BY row on the wall clock" if clock == "cpu" else "") + ")."),
+             "",
              markdown(ISSUE_COLUMNS, issue_cells(report.targets))] if report.targets else []
     if not report.rows:
         return "\n".join(head + issue[1:])

@@ -33,6 +33,9 @@ def _speed_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--processes", type=int, help="processes for bulk costing (default 2)")
     group.add_argument("--only-targets", action="store_true", default=None,
                        help="measure only the issue-10 target rows (a few minutes)")
+    group.add_argument("--clock", choices=("wall", "cpu"),
+                       help="clock of the issue-10 target rows (default wall; cpu: this "
+                            "process's CPU time, steadier on a loaded machine)")
     group.add_argument("--profile", action="store_true",
                        help="also print a cProfile of a cold and a warm pack (N=1000, 4K)")
 
