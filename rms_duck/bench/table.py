@@ -25,8 +25,9 @@ def render_report(report) -> str:
                   + ("; the GROUP BY row on the wall clock" if clock == "cpu" else "") + ")."),
              "",
              markdown(ISSUE_COLUMNS, issue_cells(report.targets))] if report.targets else []
+    profile = ["", "Profile (cProfile, cumulative time):", report.profile] if report.profile else []
     if not report.rows:
-        return "\n".join(head + issue[1:])
+        return "\n".join(head + issue[1:] + profile)
     parts = [
         *head,
         ("Packing: medians of per-repetition ratios. (a) encode_ordinary loop over the "
@@ -45,8 +46,7 @@ def render_report(report) -> str:
         markdown(TARGET_COLUMNS, target_cells(report)),
         *issue,
     ]
-    if report.profile:
-        parts += ["", "Profile (cProfile, cumulative time):", report.profile]
+    parts += profile
     return "\n".join(parts)
 
 
