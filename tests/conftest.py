@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh registered DuckDB connection, the real cl100k encoding, rows."""
+"""Shared fixtures: a fresh registered DuckDB connection, the real default encoding, rows."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 import rms_duck
-from rms_duck.tokens.encodings import get_encoding
+from rms_duck.tokens.encodings import DEFAULT_ENCODING, get_encoding
 
 
 def pytest_addoption(parser):
@@ -29,7 +29,8 @@ def con():
 
 @pytest.fixture(scope="session")
 def enc():
-    return get_encoding("cl100k_base")
+    """The encoding packs use when the config names none (o200k_base)."""
+    return get_encoding(DEFAULT_ENCODING)
 
 
 def node_id(i: int) -> str:

@@ -50,6 +50,8 @@ class EvalSettings:
     orderings: tuple[str, ...] = ORDERINGS
     policies: tuple[str, ...] = POLICIES
     context_format: str = "reader"
+    encoding: str | None = None  # None: the model's, else o200k_base
+    model: str | None = None
     k: int = 1000
     ngram_min: float = 0.0
     limit: int | None = None
@@ -186,7 +188,8 @@ def _pack_all(tallies: dict[tuple, _Tally], settings: EvalSettings, question: Qu
               evidence: set[str], candidates: list[Candidate]) -> None:
     for budget, ordering, policy in settings.configs():
         config = PackingConfig(context_format=settings.context_format,
-                               multipath_ordering=ordering, representation_policy=policy)
+                               multipath_ordering=ordering, representation_policy=policy,
+                               encoding=settings.encoding, model=settings.model)
         bundle = pack_candidates(candidates, budget=budget, config=config)
         shown = {r.id for r in bundle.included if r.representation in TEXT_LEVELS}
         packed = len(evidence & shown)
