@@ -346,3 +346,45 @@ def test_default_is_o200k_everywhere(con):
 
 def test_available_encodings_lists_the_shipped_ones():
     assert set(SHIPPED) <= set(rms_duck.available_encodings())
+
+
+# -- done means: SQL, o200k_base, every format ------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["reader", "auditable", "compact"])
+@pytest.mark.parametrize("budget", [300, 700, 3000])
+def test_sql_pack_context_o200k_is_exact_in_every_format(con, fmt, budget):
+    config = json.dumps({"encoding": "o200k_base", "context_format": fmt})
+    [(bundle,)] = con.execute(
+        "SELECT pack_context(list(c), ?, ?) FROM (SELECT {'id': 'n' || i, 'score': 1 - i / 60, "
+        "'content': 'note ' || i || ': Maya moved to Lisbon 🙂 naïve café <|endoftext|> 東京', "
+        "'prose': 'Moved ' || i} AS c FROM range(60) t(i))", [budget, config]).fetchall()
+    assert bundle["tokens_used"] == independent_count("o200k_base", bundle["context"])
+    assert bundle["tokens_used"] <= budget - 100 and bundle["included"]
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_sql_token_count_is_exact_on_the_bench_corpus(con, name):
+    from rms_duck.bench.corpus import build_corpus
+
+    texts = [o.text for o in build_corpus()]
+    got = con.execute("SELECT rms_token_count(t, ?) FROM unnest(?::VARCHAR[]) AS u(t)",
+                      [name, texts]).fetchall()
+    assert [n for (n,) in got] == [independent_count(name, t) for t in texts]
+
+
+def test_estimate_ratios_are_keyed_by_encoding(hf_names):
+    from rms_duck.tokens import estimate
+
+    text = "Привет, мир: a mixed line 12345"
+    name = hf_names["additive"]
+    assert estimate.estimate_tokens(text, encoding=name) == estimate.estimate_tokens(text)
+    try:
+        estimate.set_chars_per_token(name, {"latin": 1.0})
+        assert estimate.chars_per_token_for(name)["latin"] == 1.0
+        assert estimate.estimate_tokens(text, encoding=name) > estimate.estimate_tokens(text)
+    finally:
+        estimate._BY_ENCODING.pop(name, None)
+    with pytest.raises(ConfigError, match="unknown character class 'klingon'"):
+        estimate.set_chars_per_token(name, {"klingon": 2.0})
+    with pytest.raises(ConfigError, match=r"chars_per_token\['latin'\] must be a positive"):
+        estimate.set_chars_per_token(name, {"latin": 0})

@@ -59,9 +59,9 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     total = solve_tokens_used(rest, meta_cost)
     if guidance is not None:
         with_guidance = solve_tokens_used(rest + counter.line_cost(guidance), meta_cost)
-        if with_guidance <= available:
+        if with_guidance is not None and with_guidance <= available:
             shown_guidance, total = guidance, with_guidance
-    if total > available:
+    if total is None or total > available:
         return None
     lines = ([shown_guidance] if shown_guidance else []) + [header] + body + [meta(total)]
     context = "".join(line + "\n" for line in lines)
