@@ -388,3 +388,23 @@ def test_estimate_ratios_are_keyed_by_encoding(hf_names):
         estimate.set_chars_per_token(name, {"klingon": 2.0})
     with pytest.raises(ConfigError, match=r"chars_per_token\['latin'\] must be a positive"):
         estimate.set_chars_per_token(name, {"latin": 0})
+
+
+# -- docs/encodings.md stays true -------------------------------------------------------------
+
+DOC = (Path(__file__).parent.parent / "docs" / "encodings.md").read_text(encoding="utf-8")
+
+
+def test_docs_list_every_model_that_works_offline():
+    available = set(rms_duck.available_encodings())
+    names = [m for m, e in tiktoken.model.MODEL_TO_ENCODING.items() if e in available]
+    names += [p + "*" for p, e in tiktoken.model.MODEL_PREFIX_TO_ENCODING.items()
+              if e in available]
+    missing = [name for name in names if f"`{name}`" not in DOC]
+    assert missing == []
+
+
+def test_docs_state_tiktokens_pins():
+    for name in ("o200k_base", "cl100k_base", "p50k_base", "r50k_base"):
+        rank_file = openai_spec(name).files[0]
+        assert f"| `{rank_file.file_name}` | `{rank_file.sha256}` |" in DOC
