@@ -408,3 +408,12 @@ def test_docs_state_tiktokens_pins():
     for name in ("o200k_base", "cl100k_base", "p50k_base", "r50k_base"):
         rank_file = openai_spec(name).files[0]
         assert f"| `{rank_file.file_name}` | `{rank_file.sha256}` |" in DOC
+
+
+def test_a_counter_for_another_encoding_is_refused():
+    from rms_duck.tokens.counter import LineCounter
+
+    with pytest.raises(ConfigError, match="the counter passed counts with 'cl100k_base' but "
+                       "config field 'encoding' is 'o200k_base'"):
+        rms_duck.pack_candidates([{"id": "a", "score": 1.0, "content": "x"}], budget=200,
+                                 config={}, counter=LineCounter("cl100k_base"))
