@@ -28,7 +28,7 @@ class PackingConfig:
     representation_policy: str = "highest_fit"
     overhead_tokens: int = 100
     # None: the model's encoding when `model` is set, else DEFAULT_ENCODING (o200k_base).
-    encoding: str | None = None  # type: ignore[assignment]  # always a str after __post_init__
+    encoding: str = None  # type: ignore[assignment]  # a str once __post_init__ has run
     model: str | None = None
     min_fidelity: str = "reference"
     context_citations: bool = False
@@ -120,7 +120,7 @@ def _resolve_encoding(config: PackingConfig) -> None:
     from .tokens.encodings import DEFAULT_ENCODING
     from .tokens.models import encoding_for_model
 
-    encoding = config.encoding
+    encoding: str | None = config.encoding
     if encoding is not None and (not isinstance(encoding, str) or not encoding):
         raise ConfigError(
             f"config field 'encoding' must name an encoding such as {DEFAULT_ENCODING!r} or "

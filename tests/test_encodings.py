@@ -417,3 +417,15 @@ def test_a_counter_for_another_encoding_is_refused():
                        "config field 'encoding' is 'o200k_base'"):
         rms_duck.pack_candidates([{"id": "a", "score": 1.0, "content": "x"}], budget=200,
                                  config={}, counter=LineCounter("cl100k_base"))
+
+
+def test_eval_command_takes_model_or_encoding(capsys):
+    from rms_duck.cli import main
+    from rms_duck.cli.demo import examples_dir
+
+    path = str(examples_dir() / "eval_conversations.jsonl")
+    quick = ["--limit", "1", "--budgets", "2048", "--orderings", "balanced",
+             "--policies", "highest_fit", "--quiet"]
+    assert main(["eval", path, *quick, "--model", "gpt-4"]) == 0
+    assert main(["eval", path, *quick, "--encoding", "cl100k_base", "--model", "gpt-4o"]) == 1
+    assert "disagree" in capsys.readouterr().err

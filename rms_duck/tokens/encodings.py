@@ -173,13 +173,14 @@ def _load(name: str) -> tuple[Any, EncodingSource]:
         return load_tokenizer_file(name, path, expected)
     spec = _openai_spec_or_raise(name)
     searches = [rankfiles.find(f) for f in spec.files]
-    if any(s.data is None for s in searches):
+    found = [s.data for s in searches if s.data is not None]
+    if len(found) != len(searches):
         raise EncodingUnavailableError(_unavailable_message(spec, searches))
     if spec.kind == "data_gym":
-        ranks = data_gym_ranks(searches[0].data, searches[1].data)
+        ranks = data_gym_ranks(found[0], found[1])
         sha256 = hashlib.sha256("\0".join(f.sha256 for f in spec.files).encode()).hexdigest()
     else:
-        ranks = parse_ranks(searches[0].data)
+        ranks = parse_ranks(found[0])
         sha256 = spec.files[0].sha256
     import tiktoken
 

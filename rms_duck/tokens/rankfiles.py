@@ -89,7 +89,7 @@ def bundled(file_name: str) -> list[Path]:
 
 def bundled_names() -> set[str]:
     """File names some installed package ships (whatever their hash)."""
-    names = set()
+    names: set[str] = set()
     for path in bundled("*"):
         names.update(p.name.removesuffix(".gz") for p in path.parent.glob(path.name))
     return names
