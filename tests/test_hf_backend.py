@@ -137,3 +137,27 @@ def test_lower_bound_is_zero_for_hf(hf_names):
 
     counter = LineCounter(hf_names["additive"])
     assert counter.max_token_chars is None and counter.lower_bound("many words here") == 0
+
+
+def test_audit_replay_takes_the_tokenizer_file(tmp_path, capsys):
+    from rms_duck.cli import main
+
+    path = tmp_path / "tokenizer.json"
+    train("additive").save(str(path))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    db = tmp_path / "hf.duckdb"
+    assert main(["demo", "--db", str(db), "--encoding", "t-audit",
+                 "--tokenizer-file", "t-audit", str(path), digest]) == 0
+    assert "encoding t-audit" in capsys.readouterr().out
+    from rms_duck.tokens import encodings
+
+    with encodings._LOCK:  # as in a new process: the name is not registered
+        encodings._HF_FILES.pop("t-audit")
+        encodings._LOADED.pop("t-audit")
+    assert main(["audit", "--db", str(db), "--replay"]) == 1
+    assert "--tokenizer-file NAME PATH SHA256" in capsys.readouterr().out
+    assert main(["audit", "--db", str(db), "--replay",
+                 "--tokenizer-file", "t-audit", str(path), digest]) == 0
+    assert main(["audit", "--db", str(db), "--replay",
+                 "--tokenizer-file", "t-audit", str(path), "0" * 64]) == 1
+    assert "not the registered" in capsys.readouterr().err

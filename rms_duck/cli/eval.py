@@ -39,13 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    tokenizer = tokenizer_config(args)
+    PackingConfig(**tokenizer)  # a bad --encoding or --model fails before any work
     settings = EvalSettings(
         budgets=tuple(_budget(b) for b in _names(args.budgets, "budgets")),
         orderings=_choices(args.orderings, "orderings", ORDERINGS),
         policies=_choices(args.policies, "policies", POLICIES),
-        context_format=args.format, k=_positive(args.k, "k"), **tokenizer_config(args),
+        context_format=args.format, k=_positive(args.k, "k"), **tokenizer,
         limit=None if args.limit is None else _positive(args.limit, "limit"))
-    PackingConfig(**tokenizer_config(args))  # a bad --encoding or --model fails before work
     conversations = load_conversations(args.file)
     progress = None if args.quiet else ProgressBar("eval")
     con = connect(args.db)

@@ -204,7 +204,8 @@ def _openai_spec_or_raise(name: str) -> OpenAISpec:
     raise EncodingUnavailableError(
         f"unknown encoding {name!r}.{did_you_mean(name, known)} Known encodings: "
         f"{', '.join(known)}; for a Hugging Face tokenizer.json call "
-        "rms_duck.register_tokenizer_file(name, path, sha256=...) first")
+        "rms_duck.register_tokenizer_file(name, path, sha256=...) first (rms-duck commands: "
+        "--tokenizer-file NAME PATH SHA256)")
 
 
 def _unavailable_message(spec: OpenAISpec, searches: list[rankfiles.Search]) -> str:
