@@ -17,7 +17,7 @@ COMMENT ON MACRO rms_token_count IS 'rms_token_count(text [, encoding]): exact t
 -- a number of characters per token, or an encoding name whose per-script ratios to use
 CREATE OR REPLACE TEMP MACRO rms_token_estimate(text) AS rms_token_estimate_udf(text, NULL),
     (text, ratio_or_encoding) AS rms_token_estimate_udf(text, CAST(ratio_or_encoding AS VARCHAR));
-COMMENT ON MACRO rms_token_estimate IS 'rms_token_estimate(text [, chars_per_token | encoding]): Method 2 estimate, per-script ratios of o200k_base when omitted';
+COMMENT ON MACRO rms_token_estimate IS 'rms_token_estimate(text [, chars_per_token or encoding]): Method 2 estimate, per-script ratios (of o200k_base unless an encoding is named)';
 
 -- rms_resolve_context_ref: the node id behind a citation such as 'm3' in a bundle
 CREATE OR REPLACE TEMP MACRO rms_resolve_context_ref(bundle, ref) AS COALESCE(
