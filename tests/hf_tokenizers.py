@@ -1,8 +1,8 @@
 """Small BPE tokenizers trained here, with Hugging Face `tokenizers`, on local text only.
 
-The training text is this repository's Markdown plus the source of a few standard-library
-modules, and rendered-context-like lines, so the vocabulary has merges for JSON, list
-markers and prose. Nothing is downloaded.
+The training text is the source of a few standard-library modules plus rendered-context-like
+lines, so the vocabulary has merges for JSON, list markers and prose; it does not change
+when the repository does. Nothing is downloaded.
 
 - "additive": a ByteLevel pre-tokenizer (GPT-2's regex), which cuts at every line break.
 - "joined": ByteLevel without its regex, so one piece is the whole text and merges can
@@ -21,12 +21,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def training_texts() -> list[str]:
-    texts = [p.read_text(encoding="utf-8") for p in sorted(REPO.glob("*.md"))]
-    texts += [inspect.getsource(m) for m in (json, textwrap, difflib, argparse)]
+    texts = [inspect.getsource(m) for m in (json, textwrap, difflib, argparse)]
     lines = [f'- {{"id": "n{i}", "text": "note {i} about the Heron migration"}}'
              for i in range(200)]
     texts.append("\n".join(lines) + "\n")

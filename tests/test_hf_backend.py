@@ -28,7 +28,7 @@ def test_line_additivity_is_detected_per_tokenizer(hf_names):
     assert not encoding_source(hf_names["joined"]).line_additive
     # The joined tokenizer really merges across a line break in rendered contexts.
     enc = get_encoding(hf_names["joined"])
-    a, b = '- "note 1 about"\n', '- "note 2"\n'
+    a, b = '- "note 1 about the Heron migration"\n', '- "note 2 about the Heron migration"\n'
     assert len(enc.encode_ordinary(a + b)) < len(enc.encode_ordinary(a)) + len(
         enc.encode_ordinary(b))
 
