@@ -18,6 +18,9 @@ _EXPORTS = {
     "RmsError": "rms_duck.errors",
     "count_tokens": "rms_duck.tokens.counter",
     "register_bpe_file": "rms_duck.tokens.encodings",
+    "register_tokenizer_file": "rms_duck.tokens.encodings",
+    "available_encodings": "rms_duck.tokens.encodings",
+    "encoding_for_model": "rms_duck.tokens.models",
     "pack_candidates": "rms_duck.packing.pipeline",
     "connect": "rms_duck.duck.connection",
     "register": "rms_duck.duck.connection",
@@ -43,7 +46,10 @@ if TYPE_CHECKING:
     from .errors import RmsError as RmsError
     from .packing.pipeline import pack_candidates as pack_candidates
     from .tokens.counter import count_tokens as count_tokens
+    from .tokens.encodings import available_encodings as available_encodings
     from .tokens.encodings import register_bpe_file as register_bpe_file
+    from .tokens.encodings import register_tokenizer_file as register_tokenizer_file
+    from .tokens.models import encoding_for_model as encoding_for_model
 
 
 def __getattr__(name: str) -> Any:

@@ -33,13 +33,13 @@ _TEXTS = ("namespace_id", "session_id")
 _ID_LISTS = ("evidence_ids", "contradicts")
 
 
-def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate]) -> list[Candidate]:
-    """Validate rows in order; raise CandidateError at the first bad one."""
+def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate | None]) -> list[Candidate]:
+    """Validate rows in order; raise CandidateError at the first bad one (a NULL row too)."""
     return [row if isinstance(row, Candidate) else to_candidate(row, i)
             for i, row in enumerate(rows)]
 
 
-def to_candidate(row: Mapping[str, Any], index: int = 0) -> Candidate:
+def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:
     """Validate one row. Unknown keys are ignored; NULL optional fields take defaults."""
     if type(row) is not dict and not isinstance(row, Mapping):
         raise CandidateError(

@@ -27,7 +27,9 @@ class PackingConfig:
     multipath_ordering: str = "balanced"
     representation_policy: str = "highest_fit"
     overhead_tokens: int = 100
-    encoding: str = "cl100k_base"
+    # None: the model's encoding when `model` is set, else DEFAULT_ENCODING (o200k_base).
+    encoding: str = None  # type: ignore[assignment]  # a str once __post_init__ has run
+    model: str | None = None
     min_fidelity: str = "reference"
     context_citations: bool = False
     context_guidance_mode: str = "temporal"
@@ -66,11 +68,7 @@ class PackingConfig:
                 f"config field 'session_window' must be a whole number of turns >= 0, "
                 f"got {self.session_window!r}; the default is 3"
             )
-        if not isinstance(self.encoding, str) or not self.encoding:
-            raise ConfigError(
-                f"config field 'encoding' must name a tiktoken encoding such as 'cl100k_base', "
-                f"got {self.encoding!r}"
-            )
+        _resolve_encoding(self)
         threshold = self.fact_min_confidence
         if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not (
             math.isfinite(threshold) and 0.0 <= threshold <= 1.0
@@ -114,6 +112,30 @@ class PackingConfig:
 
 
 FIELD_NAMES = tuple(f.name for f in fields(PackingConfig))
+
+
+def _resolve_encoding(config: PackingConfig) -> None:
+    """Fill `encoding` from `model` (as tiktoken.encoding_for_model does) or the default;
+    a model and an encoding that disagree are an error, never a silent choice."""
+    from .tokens.encodings import DEFAULT_ENCODING
+    from .tokens.models import encoding_for_model
+
+    encoding: str | None = config.encoding
+    if encoding is not None and (not isinstance(encoding, str) or not encoding):
+        raise ConfigError(
+            f"config field 'encoding' must name an encoding such as {DEFAULT_ENCODING!r} or "
+            f"'cl100k_base', got {encoding!r}"
+        )
+    if config.model is None:
+        object.__setattr__(config, "encoding", encoding or DEFAULT_ENCODING)
+        return
+    implied = encoding_for_model(config.model)
+    if encoding is not None and encoding != implied:
+        raise ConfigError(
+            f"config fields 'model' and 'encoding' disagree: model {config.model!r} uses "
+            f"encoding {implied!r}, but encoding is {encoding!r}; give only one of them"
+        )
+    object.__setattr__(config, "encoding", implied)
 
 
 def parse_config(value: object) -> PackingConfig:

@@ -8,15 +8,16 @@ CREATE OR REPLACE TEMP MACRO pack_context(candidates, budget) AS
     rms_pack_udf(CAST(candidates AS rms_candidate[]), budget, CAST(to_json(config) AS VARCHAR));
 COMMENT ON MACRO pack_context IS 'pack_context(candidates, budget [, config]): RFC-0006 bundle STRUCT, counted exactly';
 
--- rms_token_count: exact tiktoken count (RFC Method 1)
-CREATE OR REPLACE TEMP MACRO rms_token_count(text) AS rms_token_count_udf(text, 'cl100k_base'),
+-- rms_token_count: exact count (RFC Method 1), o200k_base unless an encoding is named
+CREATE OR REPLACE TEMP MACRO rms_token_count(text) AS rms_token_count_udf(text, 'o200k_base'),
     (text, encoding) AS rms_token_count_udf(text, encoding);
 COMMENT ON MACRO rms_token_count IS 'rms_token_count(text [, encoding]): exact token count, special tokens counted as text';
 
--- rms_token_estimate: ceil(chars / chars_per_token) (RFC Method 2)
+-- rms_token_estimate: ceil(chars / chars_per_token) (RFC Method 2); the second argument is
+-- a number of characters per token, or an encoding name whose per-script ratios to use
 CREATE OR REPLACE TEMP MACRO rms_token_estimate(text) AS rms_token_estimate_udf(text, NULL),
-    (text, chars_per_token) AS rms_token_estimate_udf(text, chars_per_token);
-COMMENT ON MACRO rms_token_estimate IS 'rms_token_estimate(text [, chars_per_token]): Method 2 estimate, per-script ratios when omitted';
+    (text, ratio_or_encoding) AS rms_token_estimate_udf(text, CAST(ratio_or_encoding AS VARCHAR));
+COMMENT ON MACRO rms_token_estimate IS 'rms_token_estimate(text [, chars_per_token or encoding]): Method 2 estimate, per-script ratios (of o200k_base unless an encoding is named)';
 
 -- rms_resolve_context_ref: the node id behind a citation such as 'm3' in a bundle
 CREATE OR REPLACE TEMP MACRO rms_resolve_context_ref(bundle, ref) AS COALESCE(

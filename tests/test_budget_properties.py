@@ -1,4 +1,4 @@
-"""Hypothesis properties of pack_candidates on the real cl100k encoding.
+"""Hypothesis properties of pack_candidates on the real default encoding (o200k_base).
 
 For random candidate sets, budgets and configs, every bundle must:
 - count exactly: tokens_used == len(encode_ordinary(render()));

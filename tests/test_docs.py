@@ -389,6 +389,8 @@ def test_packing_page_defaults_are_the_code_defaults(heading, cls):
             assert shown[f.name] == "required", f.name
         elif f.name == "path_count":
             assert shown[f.name] == "number of distinct `paths`"
+        elif f.name == "encoding":  # None resolves to the default (or the model's) on construction
+            assert shown[f.name].startswith(_shown_default(target().encoding)), f"{cls}.{f.name}"
         else:
             default = f.default if f.default is not MISSING else f.default_factory()
             assert shown[f.name] == _shown_default(default), f"{cls}.{f.name}"

@@ -183,7 +183,7 @@ def test_five_mb_record_is_excluded_without_tokenizing_it(enc, five_mb, extra):
     assert len(five_mb) == 5_000_000
     rows = [{"id": f"n{i}", "score": 0.5, "content": f"note {i}"} for i in range(5)]
     rows.append({"id": "big", "score": 0.9, "content": five_mb, **extra})
-    counter = LineCounter("cl100k_base", shared=False)
+    counter = LineCounter(enc.name, shared=False)
     encoded: list[int] = []
     encode = counter._encode
     counter._encode = lambda text: encoded.append(len(text)) or encode(text)

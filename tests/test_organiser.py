@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 import rms_duck
+from rms_duck.bench.simulate import independent_encoding
+from rms_duck.errors import ConfigError
 from rms_duck.tokens.estimate import estimate_tokens
 
 
@@ -23,8 +27,28 @@ def test_sql_token_functions(con, enc):
     text = "Special <|endoftext|> spelled as text"
     assert con.execute("SELECT rms_token_count(?)", [text]).fetchall() == [
         (len(enc.encode_ordinary(text)),)]
-    assert con.execute("SELECT rms_token_count(?, 'cl100k_base')", [text]).fetchall() == [
-        (len(enc.encode_ordinary(text)),)]
+    for name in ("o200k_base", "cl100k_base"):
+        assert con.execute("SELECT rms_token_count(?, ?)", [text, name]).fetchall() == [
+            (len(independent_encoding(name).encode_ordinary(text)),)]
     assert con.execute("SELECT rms_token_estimate('abcdefgh', 4.0)").fetchall() == [(2,)]
     assert con.execute("SELECT rms_token_count(NULL), rms_token_estimate(NULL)").fetchall() == [
         (None, None)]
+
+
+def test_sql_estimate_takes_an_encoding_for_its_ratios(con):
+    text = "Привет, мир: a mixed line 12345"
+    for name in ("o200k_base", "cl100k_base", "o200k_harmony"):
+        assert con.execute("SELECT rms_token_estimate(?, ?)", [text, name]).fetchall() == [
+            (estimate_tokens(text, encoding=name),)]
+    assert estimate_tokens(text, encoding="cl100k_base") != estimate_tokens(text)
+    assert con.execute("SELECT rms_token_estimate(?)", [text]).fetchall() == [
+        (estimate_tokens(text, encoding="o200k_base"),)]
+
+
+def test_sql_estimate_rejects_an_unknown_encoding(con):
+    with pytest.raises(Exception) as info:
+        con.execute("SELECT rms_token_estimate('x', 'o200k')").fetchall()
+    assert "o200k" in str(info.value) and "Did you mean 'o200k_base'?" in str(info.value)
+    with pytest.raises(ConfigError, match="characters per token"):
+        from rms_duck.duck.udfs import _estimate_spec
+        _estimate_spec("o200k")

@@ -1,5 +1,5 @@
-"""Hand-checked RFC-0006 rules on the real cl100k encoding: tiers, orderings, the section 7
-ladder, fidelity floors, sections, conflicts, citations and guidance.
+"""Hand-checked RFC-0006 rules on the real default encoding (o200k_base): tiers, orderings,
+the section 7 ladder, fidelity floors, sections, conflicts, citations and guidance.
 
 Record order inside one section is packing order, so a case whose records all land in
 [context] shows the order the packer took them in.

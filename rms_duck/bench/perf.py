@@ -39,7 +39,7 @@ from ..config import PackingConfig
 from ..formats.base import clear_render_memos
 from ..packing.pipeline import pack_candidates
 from ..tokens.counter import clear_line_cache
-from ..tokens.encodings import get_encoding
+from ..tokens.encodings import DEFAULT_ENCODING, get_encoding
 from . import bulkbench, targets
 from .workload import make_rows, record_lines, rfc_literal_pack
 
@@ -101,7 +101,7 @@ def measure(plan: Plan, *, profile: bool = False, log: Callable[[str], None] = l
             ) -> Report:
     """Run every measurement of `plan` and return the figures (format with render_report)."""
     report = Report(plan, machine_info())
-    enc = get_encoding("cl100k_base")
+    enc = get_encoding(DEFAULT_ENCODING)
     pool_rows = make_rows(max(*plan.sizes, plan.target_sql_n, plan.target_large_n,
                               *plan.target_estimate_ns), seed=plan.seed)
     report.targets = targets.measure_targets(plan, pool_rows, log=log)

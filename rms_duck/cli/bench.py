@@ -15,6 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--rfc: simulated retrieval requests (default 10000; smoke 200)")
     parser.add_argument("--seed", type=int, default=0, help="--rfc: random seed (default 0)")
     parser.add_argument("--json", metavar="PATH", help="--rfc: also write the figures as JSON")
+    parser.add_argument("--encoding", default=None,
+                        help="--rfc: encoding the Method 2 estimate is measured and fitted "
+                             "against (default o200k_base)")
     _speed_arguments(parser)
 
 

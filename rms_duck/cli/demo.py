@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from ..bundle import MemoryBundle
 from ..duck.api import pack
 from ..duck.connection import connect
+from .tokenizer_options import add_tokenizer_arguments, tokenizer_config
 
 NODE_COLUMNS = (
     "id", "namespace_id", "type", "content", "structured_value", "prose", "epistemic_type",
@@ -55,7 +56,7 @@ def load_memory(con, data: dict[str, Any]) -> int:
 
 
 def run_demo(db: str, *, budget: int = 4096, context_format: str = "reader",
-             out: TextIO) -> MemoryBundle:
+             out: TextIO, tokenizer: dict[str, str] | None = None) -> MemoryBundle:
     folder = examples_dir()
     data = json.loads((folder / "agent_memory.json").read_text(encoding="utf-8"))
     ranking = (folder / "demo_ranking.sql").read_text(encoding="utf-8")
@@ -63,7 +64,7 @@ def run_demo(db: str, *, budget: int = 4096, context_format: str = "reader",
     try:
         added = load_memory(con, data)
         config = {"context_format": context_format, "query": data["question"],
-                  "reference_time": data["reference_time"]}
+                  "reference_time": data["reference_time"], **(tokenizer or {})}
         bundle = pack(con, ranking, budget=budget, config=config,
                       params=[data["question"], "maya"], session_id="demo")
         stored = con.execute("SELECT count(*) FROM rms_receipts").fetchall()[0][0]
@@ -81,7 +82,8 @@ def summary(bundle: MemoryBundle, *, db: str, added: int, stored: int, question:
         "-" * 72,
         f"question:  {question}",
         f"tokens:    {bundle.tokens_used} used of {bundle.context_budget} "
-        f"(available after {bundle.config.overhead_tokens} overhead: {bundle.available})",
+        f"(available after {bundle.config.overhead_tokens} overhead: {bundle.available}; "
+        f"encoding {bundle.config.encoding})",
         f"records:   {len(bundle.included)} included, {len(bundle.excluded)} excluded ({excluded})",
         f"flags:     {', '.join(bundle.flags) or 'none'}",
         f"stored:    receipt {bundle.receipt_id} in {db} "
@@ -93,8 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default="rms.duckdb", help="DuckDB file (default: rms.duckdb)")
     parser.add_argument("--budget", type=int, default=4096, help="token budget (default 4096)")
     parser.add_argument("--format", default="reader", choices=("reader", "auditable", "compact"))
+    add_tokenizer_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    run_demo(args.db, budget=args.budget, context_format=args.format, out=sys.stdout)
+    run_demo(args.db, budget=args.budget, context_format=args.format, out=sys.stdout,
+             tokenizer=tokenizer_config(args))
     return 0

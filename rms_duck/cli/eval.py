@@ -10,13 +10,14 @@ import argparse
 import json
 import sys
 
-from ..config import ORDERINGS, POLICIES
+from ..config import ORDERINGS, POLICIES, PackingConfig
 from ..duck.connection import connect
 from ..errors import ConfigError
 from ..evaluation.loader import load_conversations
 from ..evaluation.report import ProgressBar, format_categories, format_summary, format_table
 from ..evaluation.runner import BUDGETS, EvalSettings, run_eval
 from ..formats import FORMATS
+from .tokenizer_options import add_tokenizer_arguments, tokenizer_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,14 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=":memory:", help="DuckDB file to store the turns in")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_tokenizer_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    tokenizer = tokenizer_config(args)
+    PackingConfig(**tokenizer)  # a bad --encoding or --model fails before any work
     settings = EvalSettings(
         budgets=tuple(_budget(b) for b in _names(args.budgets, "budgets")),
         orderings=_choices(args.orderings, "orderings", ORDERINGS),
         policies=_choices(args.policies, "policies", POLICIES),
-        context_format=args.format, k=_positive(args.k, "k"),
+        context_format=args.format, k=_positive(args.k, "k"), **tokenizer,
         limit=None if args.limit is None else _positive(args.limit, "limit"))
     conversations = load_conversations(args.file)
     progress = None if args.quiet else ProgressBar("eval")

@@ -47,7 +47,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
     query = None
     if isinstance(candidates, str):
         checked = check_query(candidates, dialect, tables=known_tables(con))
-        rows = _run_read_only(con, checked.sql, params)
+        rows: Sequence[Any] = _run_read_only(con, checked.sql, params)
         query = checked.to_dict()
     elif isinstance(candidates, (pa.Table, pa.RecordBatch)):
         rows = intake(candidates)  # checked a column at a time; to_candidates finishes

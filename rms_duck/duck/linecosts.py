@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import pyarrow as pa
 
@@ -24,7 +23,7 @@ from ..packing.forecast import frame_lines, likely_lines, standalone_lines
 from ..records import Candidate
 from ..tokens.bulk import warm_counter
 from ..tokens.counter import LineCounter
-from ..tokens.encodings import encoding_source, load_encoding
+from ..tokens.encodings import DEFAULT_ENCODING, encoding_source
 
 _NODE_BATCH = 50_000
 # The node columns a rendered line can show (score does not appear in any line).
@@ -46,16 +45,15 @@ class RefreshResult:
     stored: int
 
 
-@cache
 def encoding_key(encoding: str) -> str:
-    """'cl100k_base:<16 hex>': the name plus a digest of its ranks' sha256 and its pattern.
+    """'o200k_base:<16 hex>': the name plus a digest of its ranks' (or tokenizer file's)
+    sha256 and its pre-tokenizer, read each time: a re-registered tokenizer file gets a
+    new key.
 
-    >>> encoding_key("cl100k_base").startswith("cl100k_base:")
+    >>> encoding_key("o200k_base").startswith("o200k_base:")
     True
     """
-    enc, source = load_encoding(encoding)
-    digest = hashlib.sha256(f"{source.sha256}\0{enc._pat_str}".encode()).hexdigest()
-    return f"{encoding}:{digest[:16]}"
+    return f"{encoding}:{encoding_source(encoding).fingerprint[:16]}"
 
 
 def line_sha256(line: str) -> str:
@@ -63,7 +61,8 @@ def line_sha256(line: str) -> str:
     return hashlib.sha256(utf8(line)).hexdigest()
 
 
-def load_line_costs(con, lines: Iterable[str], *, encoding: str = "cl100k_base") -> dict[str, int]:
+def load_line_costs(con, lines: Iterable[str], *,
+                    encoding: str = DEFAULT_ENCODING) -> dict[str, int]:
     """Persisted costs of those of `lines` that have one, keyed by line text."""
     by_digest = {line_sha256(line): line for line in dict.fromkeys(lines)}
     if not by_digest:
@@ -81,7 +80,7 @@ def load_line_costs(con, lines: Iterable[str], *, encoding: str = "cl100k_base")
     return {by_digest[digest]: n for digest, n in rows}
 
 
-def store_line_costs(con, costs: Mapping[str, int], *, encoding: str = "cl100k_base") -> int:
+def store_line_costs(con, costs: Mapping[str, int], *, encoding: str = DEFAULT_ENCODING) -> int:
     """Persist exact line costs; rows already stored are kept. Returns rows added."""
     if not costs:
         return 0
@@ -121,7 +120,8 @@ def persist_counter(con, counter: LineCounter) -> int:
     return store_line_costs(con, fresh, encoding=counter.encoding) if fresh else 0
 
 
-def refresh_line_costs(con, *, encoding: str = "cl100k_base", formats: Sequence[str] = ("reader",),
+def refresh_line_costs(con, *, encoding: str = DEFAULT_ENCODING,
+                       formats: Sequence[str] = ("reader",),
                        processes: int | None = None,
                        threshold_chars: int | None = None) -> RefreshResult:
     """The ingest/refresh pass: cost every node's standalone lines that are not stored yet.

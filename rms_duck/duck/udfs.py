@@ -16,14 +16,14 @@ import pyarrow as pa
 from ..candidates import to_candidates
 from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
-from ..errors import ConfigError, RmsError
+from ..errors import ConfigError, RmsError, did_you_mean
 from ..packing.forecast import likely_lines
 from ..packing.pipeline import pack_candidates
 from ..packing.repack import repack
 from ..records import Candidate
 from ..tokens.bulk import default_processes, warm_counter
 from ..tokens.counter import LineCounter
-from ..tokens.encodings import get_encoding
+from ..tokens.encodings import get_encoding, known_encodings
 from ..tokens.estimate import estimate_tokens
 from .types import BUNDLE_ARROW_TYPE, BUNDLE_SQL_TYPE, bundle_row
 
@@ -126,17 +126,39 @@ def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Ar
     out = []
     for text, name in zip(texts.to_pylist(), encodings.to_pylist(), strict=False):
         if name is None:
-            raise ConfigError("encoding must name a tiktoken encoding such as 'cl100k_base', "
-                              "got NULL")
+            raise ConfigError("encoding must name an encoding such as 'o200k_base' or "
+                              "'cl100k_base', got NULL")
         out.append(None if text is None else len(get_encoding(name).encode_ordinary(text)))
     return pa.array(out, type=pa.int64())
 
 
-def token_estimate_udf(texts: pa.ChunkedArray, ratios: pa.ChunkedArray) -> pa.Array:
-    return pa.array(
-        [None if t is None else estimate_tokens(t, r)
-         for t, r in zip(texts.to_pylist(), ratios.to_pylist(), strict=False)],
-        type=pa.int64())
+def token_estimate_udf(texts: pa.ChunkedArray, specs: pa.ChunkedArray) -> pa.Array:
+    """Method 2 per text; each spec is NULL (o200k_base's ratios), a number of characters
+    per token, or an encoding name whose per-script ratios to use."""
+    parsed: dict[str | None, tuple[float | None, str | None]] = {}
+    out = []
+    for text, spec in zip(texts.to_pylist(), specs.to_pylist(), strict=False):
+        if spec not in parsed:
+            parsed[spec] = _estimate_spec(spec)
+        ratio, encoding = parsed[spec]
+        out.append(None if text is None else estimate_tokens(text, ratio, encoding=encoding))
+    return pa.array(out, type=pa.int64())
+
+
+def _estimate_spec(spec: str | None) -> tuple[float | None, str | None]:
+    if spec is None:
+        return None, None
+    try:
+        return float(spec), None
+    except ValueError:
+        pass
+    known = known_encodings()
+    if spec not in known:
+        raise ConfigError(
+            f"rms_token_estimate's second argument must be characters per token (a number) or "
+            f"an encoding name, got {spec!r}.{did_you_mean(spec, known)} Known encodings: "
+            f"{', '.join(known)}")
+    return None, spec
 
 
 REPLAY_ARROW_TYPE = pa.struct([("context_sha256", pa.string()), ("error", pa.string())])
@@ -168,7 +190,7 @@ def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
 UDFS = (
     Udf("rms_pack_udf", pack_udf, ("rms_candidate[]", "BIGINT", "VARCHAR"), BUNDLE_SQL_TYPE),
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
-    Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "DOUBLE"), "BIGINT"),
+    Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_replay_udf", replay_udf, ("VARCHAR", "BIGINT", "VARCHAR"),
         "STRUCT(context_sha256 VARCHAR, error VARCHAR)"),
 )

@@ -50,6 +50,8 @@ class EvalSettings:
     orderings: tuple[str, ...] = ORDERINGS
     policies: tuple[str, ...] = POLICIES
     context_format: str = "reader"
+    encoding: str | None = None  # None: the model's, else o200k_base
+    model: str | None = None
     k: int = 1000
     ngram_min: float = 0.0
     limit: int | None = None
@@ -182,11 +184,24 @@ def _count_ranked(ranked: dict[str, _Tally], question: Question, evidence: set[s
         tally.complete += found == len(evidence)
 
 
+def _model_or_default(settings: EvalSettings) -> str:
+    """The encoding PackingConfig would pick when none is named."""
+    if settings.model is not None:
+        from ..tokens.models import encoding_for_model
+
+        return encoding_for_model(settings.model)
+    from ..tokens.encodings import DEFAULT_ENCODING
+
+    return DEFAULT_ENCODING
+
+
 def _pack_all(tallies: dict[tuple, _Tally], settings: EvalSettings, question: Question,
               evidence: set[str], candidates: list[Candidate]) -> None:
     for budget, ordering, policy in settings.configs():
         config = PackingConfig(context_format=settings.context_format,
-                               multipath_ordering=ordering, representation_policy=policy)
+                               multipath_ordering=ordering, representation_policy=policy,
+                               model=settings.model,
+                               encoding=settings.encoding or _model_or_default(settings))
         bundle = pack_candidates(candidates, budget=budget, config=config)
         shown = {r.id for r in bundle.included if r.representation in TEXT_LEVELS}
         packed = len(evidence & shown)

