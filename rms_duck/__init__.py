@@ -25,6 +25,7 @@ _EXPORTS = {
     "connect": "rms_duck.duck.connection",
     "register": "rms_duck.duck.connection",
     "pack": "rms_duck.duck.api",
+    "refresh_index": "rms_duck.duck.ranking",
     "refresh_line_costs": "rms_duck.duck.linecosts",
     "refresh_token_estimates": "rms_duck.duck.organiser",
     "replay": "rms_duck.audit.replay",
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from .duck.connection import connect as connect
     from .duck.connection import register as register
     from .duck.linecosts import refresh_line_costs as refresh_line_costs
+    from .duck.ranking import refresh_index as refresh_index
     from .duck.organiser import refresh_token_estimates as refresh_token_estimates
     from .errors import RmsError as RmsError
     from .packing.pipeline import pack_candidates as pack_candidates

@@ -1,35 +1,36 @@
--- rms_duck ranking: retrieval paths over rms_nodes and their merge, as TEMP table macros.
--- Pure SQL (no UDFs). The lexical paths read the index tables that
--- rms_duck.duck.ranking.refresh_index(con) keeps current (sql/lexical_refresh.sql).
+-- rms_duck ranking: retrieval paths over rms_nodes and their merge, as table macros.
+-- Pure SQL (no UDFs), so they persist in the database and plain DuckDB clients can rank.
+-- The lexical paths read the index tables that rms_duck.duck.ranking.refresh_index(con)
+-- keeps current (sql/lexical_refresh.sql); rms_candidates() refuses a stale index.
 -- Every path filters to the namespace (NULL: all) and to retrievable lifecycle states.
 
 -- rms_split_terms: the words of a text as the lexical index sees them (lower case, letters and digits)
-CREATE OR REPLACE TEMP MACRO rms_split_terms(text) AS
+CREATE OR REPLACE MACRO rms_split_terms(text) AS
     list_filter(regexp_split_to_array(lower(text), '[^\p{L}\p{N}]+'), lambda w: w <> '');
 COMMENT ON MACRO rms_split_terms IS 'rms_split_terms(text): lower-cased words (runs of letters and digits), in order';
 
 -- rms_padded_ngrams: helper of rms_char_ngrams over already normalised text
-CREATE OR REPLACE TEMP MACRO rms_padded_ngrams(t) AS
+CREATE OR REPLACE MACRO rms_padded_ngrams(t) AS
     list_distinct(list_transform(range(1, length(t) - 1), lambda i: substring(t, i, 3)));
 COMMENT ON MACRO rms_padded_ngrams IS 'rms_padded_ngrams(text): distinct trigrams of text as given (helper)';
 
 -- rms_word_ngrams: the distinct character trigrams of one word padded with spaces
-CREATE OR REPLACE TEMP MACRO rms_word_ngrams(word) AS rms_padded_ngrams(' ' || word || ' ');
+CREATE OR REPLACE MACRO rms_word_ngrams(word) AS rms_padded_ngrams(' ' || word || ' ');
 COMMENT ON MACRO rms_word_ngrams IS 'rms_word_ngrams(word): distinct trigrams of the word padded with a space on each side';
 
 -- rms_char_ngrams: the distinct character trigrams of the words of a text
-CREATE OR REPLACE TEMP MACRO rms_char_ngrams(text) AS
+CREATE OR REPLACE MACRO rms_char_ngrams(text) AS
     list_distinct(flatten(list_transform(rms_split_terms(text), lambda w: rms_word_ngrams(w))));
 COMMENT ON MACRO rms_char_ngrams IS 'rms_char_ngrams(text): distinct trigrams of its words (the index also drops stopwords)';
 
 -- rms_retrievable: whether a node may be retrieved (RFC-0005 default retrieval)
-CREATE OR REPLACE TEMP MACRO rms_retrievable(lifecycle_state) AS
+CREATE OR REPLACE MACRO rms_retrievable(lifecycle_state) AS
     lifecycle_state IN ('tentative', 'stable', 'contested');
 COMMENT ON MACRO rms_retrievable IS 'rms_retrievable(lifecycle_state): true for tentative, stable and contested nodes';
 
 -- rms_ranking_weights: validated composite weights; without a query embedding the vector
 -- weight is shared out over the other signals in proportion, so scores still reach 1
-CREATE OR REPLACE TEMP MACRO rms_ranking_weights(weights, has_vector) AS (
+CREATE OR REPLACE MACRO rms_ranking_weights(weights, has_vector) AS (
     WITH given AS (
         SELECT CASE WHEN weights IS NULL
                     THEN {'lexical': 0.45, 'ngram': 0.25, 'vector': 0.2, 'salience': 0.1}
@@ -63,7 +64,7 @@ CREATE OR REPLACE TEMP MACRO rms_ranking_weights(weights, has_vector) AS (
 COMMENT ON MACRO rms_ranking_weights IS 'rms_ranking_weights(weights, has_vector): checked composite weights (lexical, ngram, vector, salience; sum 1)';
 
 -- rms_bm25: the LEXICAL path, Okapi BM25 over the indexed words of each node
-CREATE OR REPLACE TEMP MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
+CREATE OR REPLACE MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
     WITH params AS (SELECT CAST(k1 AS DOUBLE) AS k1, CAST(b AS DOUBLE) AS b),
     q AS (
         SELECT DISTINCT term
@@ -93,7 +94,7 @@ CREATE OR REPLACE TEMP MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 
 COMMENT ON MACRO TABLE rms_bm25 IS 'rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75): node_id, bm25 for nodes sharing a word with the query';
 
 -- rms_ngram_similarity: the NGRAM path, cosine over the sets of character trigrams
-CREATE OR REPLACE TEMP MACRO rms_ngram_similarity(query, namespace := NULL) AS TABLE
+CREATE OR REPLACE MACRO rms_ngram_similarity(query, namespace := NULL) AS TABLE
     WITH words AS (
         SELECT DISTINCT term
         FROM (SELECT unnest(rms_split_terms(query)) AS term)
@@ -117,7 +118,7 @@ CREATE OR REPLACE TEMP MACRO rms_ngram_similarity(query, namespace := NULL) AS T
 COMMENT ON MACRO TABLE rms_ngram_similarity IS 'rms_ngram_similarity(query, namespace := NULL): node_id, trigram-set cosine in [0, 1]';
 
 -- rms_vector_similarity: the VECTOR path, cosine between rms_nodes.embedding and the query's
-CREATE OR REPLACE TEMP MACRO rms_vector_similarity(query_embedding, namespace := NULL) AS TABLE
+CREATE OR REPLACE MACRO rms_vector_similarity(query_embedding, namespace := NULL) AS TABLE
     SELECT n.id AS node_id,
            list_cosine_similarity(n.embedding, CAST(query_embedding AS FLOAT[])) AS similarity
     FROM rms_nodes AS n
@@ -127,7 +128,7 @@ CREATE OR REPLACE TEMP MACRO rms_vector_similarity(query_embedding, namespace :=
 COMMENT ON MACRO TABLE rms_vector_similarity IS 'rms_vector_similarity(query_embedding, namespace := NULL): node_id, cosine with rms_nodes.embedding';
 
 -- rms_pinned_and_tasks: RFC-0005 4.4, pinned nodes and active tasks, whatever the query
-CREATE OR REPLACE TEMP MACRO rms_pinned_and_tasks(namespace := NULL) AS TABLE
+CREATE OR REPLACE MACRO rms_pinned_and_tasks(namespace := NULL) AS TABLE
     SELECT n.id AS node_id, 'PINNED' AS path
     FROM rms_nodes AS n
     WHERE (n.pinned OR n.salience = 1.0)
@@ -140,7 +141,7 @@ CREATE OR REPLACE TEMP MACRO rms_pinned_and_tasks(namespace := NULL) AS TABLE
 COMMENT ON MACRO TABLE rms_pinned_and_tasks IS 'rms_pinned_and_tasks(namespace := NULL): node_id, path (PINNED or ACTIVE_TASK)';
 
 -- rms_candidate_scores: the merge, one row per node with its paths, signals and composite score
-CREATE OR REPLACE TEMP MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
+CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
                                                   query_embedding := NULL, weights := NULL,
                                                   ngram_min := 0.2) AS TABLE
     WITH w AS (
@@ -194,10 +195,34 @@ CREATE OR REPLACE TEMP MACRO rms_candidate_scores(query, namespace := NULL, k :=
     LIMIT k;
 COMMENT ON MACRO TABLE rms_candidate_scores IS 'rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min): per node paths, signals and composite score';
 
+-- rms_lexical_index_status: whether the lexical index is current (else run refresh_index)
+CREATE OR REPLACE MACRO rms_lexical_index_status() AS TABLE
+    SELECT count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
+                            AND d.content_md5 = md5(n.content)) AS indexed,
+           count(*) FILTER (WHERE d.node_id IS NULL) AS missing,
+           count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
+                            AND d.content_md5 <> md5(n.content)) AS stale,
+           count(*) FILTER (WHERE n.id IS NULL) AS orphaned
+    FROM rms_nodes AS n FULL OUTER JOIN rms_lexical_docs AS d ON d.node_id = n.id;
+COMMENT ON MACRO TABLE rms_lexical_index_status IS 'rms_lexical_index_status(): nodes indexed, missing, stale (edited) and orphaned (deleted) in the lexical index';
+
+-- rms_index_guard: one row (ok = true), or an error when nodes are missing from the lexical
+-- index or changed since it was built: ranking on it would silently miss them
+CREATE OR REPLACE MACRO rms_index_guard(stale_ok := false) AS TABLE
+    SELECT CASE WHEN (missing > 0 OR stale > 0) AND NOT stale_ok
+                THEN error('rms_candidates: the lexical index is out of date (' || missing
+                           || ' of ' || (indexed + missing + stale) || ' nodes not indexed, '
+                           || stale || ' changed since); run rms_duck.refresh_index(con) '
+                           || '(rms_duck.pack() does it for you on a writable connection), '
+                           || 'or pass stale_ok := true to rank on the index as it is')
+                ELSE true END AS ok
+    FROM rms_lexical_index_status();
+COMMENT ON MACRO TABLE rms_index_guard IS 'rms_index_guard(stale_ok := false): one row, ok = true; an error when the lexical index is out of date';
+
 -- rms_candidates: ranked candidates with exactly the columns pack_context() reads
-CREATE OR REPLACE TEMP MACRO rms_candidates(query, namespace := NULL, k := 50,
+CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50,
                                             query_embedding := NULL, weights := NULL,
-                                            ngram_min := 0.2) AS TABLE
+                                            ngram_min := 0.2, stale_ok := false) AS TABLE
     SELECT CAST(n.id AS VARCHAR) AS id, s.score, n.content, n.type, s.paths,
            CAST(s.path_count AS INTEGER) AS path_count, n.salience, n.pinned, n.confidence,
            n.epistemic_type, n.source_type, n.lifecycle_state, n.namespace_id, n.event_time,
@@ -211,18 +236,9 @@ CREATE OR REPLACE TEMP MACRO rms_candidates(query, namespace := NULL, k := 50,
                WHERE e.kind = 'CONTRADICTS' AND (e.source_id = n.id OR e.target_id = n.id)
            ), CAST([] AS VARCHAR[])) AS contradicts,
            n.session_id, n.session_position, n.condition_state, n.token_cost_estimate
-    FROM rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min) AS s
+    FROM rms_index_guard(stale_ok) AS g,
+         rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min) AS s
     JOIN rms_nodes AS n ON n.id = s.node_id
+    WHERE g.ok
     ORDER BY s.score DESC, n.created_at DESC, n.id;
-COMMENT ON MACRO TABLE rms_candidates IS 'rms_candidates(query, namespace := NULL, k := 50, query_embedding := NULL, weights := NULL, ngram_min := 0.2): ranked rows for pack_context(list(c), budget)';
-
--- rms_lexical_index_status: whether the lexical index is current (else run refresh_index)
-CREATE OR REPLACE TEMP MACRO rms_lexical_index_status() AS TABLE
-    SELECT count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
-                            AND d.content_md5 = md5(n.content)) AS indexed,
-           count(*) FILTER (WHERE d.node_id IS NULL) AS missing,
-           count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
-                            AND d.content_md5 <> md5(n.content)) AS stale,
-           count(*) FILTER (WHERE n.id IS NULL) AS orphaned
-    FROM rms_nodes AS n FULL OUTER JOIN rms_lexical_docs AS d ON d.node_id = n.id;
-COMMENT ON MACRO TABLE rms_lexical_index_status IS 'rms_lexical_index_status(): nodes indexed, missing, stale (edited) and orphaned (deleted) in the lexical index';
+COMMENT ON MACRO TABLE rms_candidates IS 'rms_candidates(query, namespace := NULL, k := 50, query_embedding := NULL, weights := NULL, ngram_min := 0.2, stale_ok := false): ranked rows for pack_context(list(c), budget); an error when the lexical index is stale';

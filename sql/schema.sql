@@ -6,6 +6,8 @@ CREATE TABLE IF NOT EXISTS rms_schema_version (
     version     INTEGER PRIMARY KEY,
     applied_at  TIMESTAMPTZ NOT NULL DEFAULT current_timestamp
 );
+-- version 2 marks the persistent SQL macros; sql_sha256 digests the SQL that created them
+ALTER TABLE rms_schema_version ADD COLUMN IF NOT EXISTS sql_sha256 VARCHAR;
 
 -- rms_nodes: memory objects (the RFC-0001 fields that packing reads)
 CREATE TABLE IF NOT EXISTS rms_nodes (

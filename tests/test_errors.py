@@ -234,8 +234,8 @@ def test_ranking_query_is_rejected_and_nothing_is_stored(shared_con, query, phra
 
 
 def test_candidates_of_the_wrong_kind(shared_con):
-    with pytest.raises(CandidateError, match="candidates must be a ranking query string or a "
-                                             "pyarrow Table, got list"):
+    with pytest.raises(CandidateError, match="candidates must be a ranking query string or an "
+                                             r"Arrow-capable table .*got list"):
         rms_duck.pack(shared_con, [GOOD], budget=500)
 
 

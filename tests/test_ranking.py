@@ -186,7 +186,7 @@ def test_empty_and_unmatched_queries_return_only_pins_and_tasks(con):
 
 
 def test_every_ranking_macro_has_a_comment(con):
-    names = set(re.findall(r"CREATE OR REPLACE TEMP MACRO (\w+)", read_sql("ranking.sql")))
+    names = set(re.findall(r"CREATE OR REPLACE (?:TEMP )?MACRO (\w+)", read_sql("ranking.sql")))
     rows = dict(con.sql("SELECT function_name, any_value(comment) FROM duckdb_functions() "
                         "WHERE function_name LIKE 'rms_%' GROUP BY ALL").fetchall())
     assert names and all(rows.get(name) for name in names), names - set(rows)

@@ -8,21 +8,22 @@ from dataclasses import replace
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..columnar import intake
 from ..config import PackingConfig, parse_config
-from ..errors import CandidateError
+from ..errors import QueryRejectedError
 from ..packing.pipeline import pack_candidates
+from .arrowin import arrow_table
 from .cursors import cursor
+from .indexcheck import ensure_index, reads_lexical_index
 from .linecosts import persist_counter, primed_counter
 from .query import check_query
 from .storage import store_bundle
 
 
-def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordBatch, *,
+def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
          budget: int, config: PackingConfig | Mapping[str, Any] | str | None = None,
          store: bool = True, dialect: str = "duckdb", params: Sequence[Any] | None = None,
          namespace: str | None = None, session_id: str | None = None) -> MemoryBundle:
@@ -30,7 +31,10 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
 
     Args:
         con: a connection prepared by rms_duck.connect() or rms_duck.register().
-        candidates: a read-only SELECT in `dialect` returning candidate rows, or an Arrow table.
+        candidates: a read-only SELECT in `dialect` returning candidate rows (it may read
+            the connection's TEMP tables, views and registered DataFrames), or any
+            Arrow-capable table: pyarrow, pandas, polars, a DuckDB relation, or anything
+            with __arrow_c_stream__.
         budget: the context budget in tokens, overhead included.
         config: PackingConfig fields (object, dict or JSON text).
         store: write the bundle and its receipt in one transaction (False skips storing).
@@ -46,15 +50,16 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
     config = parse_config(config)
     query = None
     if isinstance(candidates, str):
+        local = connection_local_tables(con)
         checked = check_query(candidates, dialect, tables=known_tables(con))
-        rows: Sequence[Any] = _run_read_only(con, checked.sql, params)
+        if reads_lexical_index(checked.sql):
+            ensure_index(con)
+        reads_local = bool(local & set(checked.tables))
+        rows: Sequence[Any] = _run_read_only(con, checked.sql, params, on_connection=reads_local)
         query = checked.to_dict()
-    elif isinstance(candidates, (pa.Table, pa.RecordBatch)):
-        rows = intake(candidates)  # checked a column at a time; to_candidates finishes
     else:
-        raise CandidateError(
-            f"candidates must be a ranking query string or a pyarrow Table, got "
-            f"{type(candidates).__name__}; use pa.Table.from_pylist(rows) for Python rows")
+        # Any Arrow-capable table, checked a column at a time; to_candidates finishes.
+        rows = intake(arrow_table(candidates))
     validated = to_candidates(rows)
     # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing.
     counter = primed_counter(con, validated, config, budget)
@@ -90,19 +95,46 @@ def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return names
 
 
-_RMS_CALL = re.compile(r"\brms_\w+\s*\(", re.IGNORECASE)
+def connection_local_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Names (bare and qualified) of TEMP tables and views, registered DataFrames included:
+    objects only this connection sees, so a query reading one must run on it, not a cursor."""
+    rows = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'temp' "
+        "UNION ALL SELECT schema_name, view_name FROM duckdb_views() "
+        "WHERE database_name = 'temp' AND NOT internal").fetchall()
+    names = set()
+    for schema, name in rows:
+        names.update((name.lower(), f"{schema.lower()}.{name.lower()}",
+                      f"temp.{schema.lower()}.{name.lower()}"))
+    return names
 
 
-def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
-                   params: Sequence[Any] | None) -> list[dict[str, Any]]:
-    """Run the guarded query inside a READ ONLY transaction: the engine's own second wall."""
-    # A cursor does not see the connection's TEMP macros; create them when the query calls one.
-    cur = cursor(con, macros=bool(_RMS_CALL.search(sql)))
+def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None,
+                   *, on_connection: bool = False) -> list[dict[str, Any]]:
+    """Run the guarded query inside a READ ONLY transaction: the engine's own second wall.
+
+    It runs on a cursor of its own (thread-safe, no clash with the caller's transaction)
+    unless it reads the connection's TEMP objects, which a cursor cannot see.
+    """
+    # The UDF-backed macros are TEMP: a cursor needs its own copy when the query calls one.
+    cur = con if on_connection else cursor(con, macros=bool(_PYTHON_MACRO.search(sql)))
     try:
-        cur.execute("BEGIN TRANSACTION READ ONLY")
+        try:
+            cur.execute("BEGIN TRANSACTION READ ONLY")
+        except duckdb.TransactionException:
+            raise QueryRejectedError(
+                "the ranking query reads this connection's TEMP tables or registered "
+                "DataFrames, so it must run on the connection itself, which has a "
+                "transaction open; COMMIT or ROLLBACK it before calling rms_duck.pack"
+            ) from None
         try:
             return cur.sql(sql, params=list(params or [])).to_arrow_table().to_pylist()
         finally:
             cur.execute("ROLLBACK")
     finally:
-        cur.close()
+        if not on_connection:
+            cur.close()
+
+
+_PYTHON_MACRO = re.compile(r"\b(rms_token_count|rms_token_estimate|rms_replay)\s*\(",
+                           re.IGNORECASE)

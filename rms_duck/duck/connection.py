@@ -5,7 +5,9 @@ from __future__ import annotations
 import duckdb
 
 from .cursors import cursor, install_macros, utc
+from .macros import install_persistent_macros, persistent_current
 from .sqlfiles import read_sql
+from .sqlstore import STORE_PARAMETERS, store_udf
 from .udfs import UDFS
 
 __all__ = ["connect", "cursor", "register"]
@@ -19,13 +21,16 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
 
 
 def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb.DuckDBPyConnection:
-    """Install the schema (when writable), the UDFs and the macros on `con`.
+    """Install the schema and persistent SQL macros (when writable), the UDFs and the TEMP
+    macros over them on `con`.
 
     A second call skips what is already there; replace=True re-registers the UDFs.
     """
     utc(con)
     if not _read_only(con):
         con.execute(read_sql("schema.sql"))
+        if not persistent_current(con):
+            install_persistent_macros(con)
     present = {row[0] for row in con.execute(
         "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%'"
     ).fetchall()}
@@ -38,6 +43,12 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
         con.create_function(udf.name, udf.function,  # type: ignore[call-overload]
                             list(udf.parameters), udf.return_type,
                             type="arrow", null_handling="special")
+    if "rms_store_udf" not in present or replace:
+        if "rms_store_udf" in present:
+            con.remove_function("rms_store_udf")
+        # It writes (a bundle and a receipt per row), so DuckDB must never fold or skip it.
+        con.create_function("rms_store_udf", store_udf(con), list(STORE_PARAMETERS), "VARCHAR",
+                            type="arrow", null_handling="special", side_effects=True)
     install_macros(con)
     return con
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import duckdb
 
-from .sqlfiles import read_sql
+from .macros import install_python_macros
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Create the TEMP macros (pack_context, ranking); TEMP objects are per connection/cursor."""
-    con.execute(read_sql("macros.sql"))
-    con.execute(read_sql("ranking.sql"))
-    return con
+    """Create the TEMP macros on `con` (TEMP objects are per connection/cursor): the
+    Python-backed ones, plus the pure-SQL ones when the database lacks current copies."""
+    return install_python_macros(con)
 
 
 def utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -69,10 +69,11 @@ class CheckedQuery:
     fingerprint: str
     dialect: str
     sqlglot_version: str
+    tables: tuple[str, ...] = ()  # the tables and views it reads (lower case, as written)
 
     def to_dict(self) -> dict[str, str]:
         return {"sql": self.canonical, "fingerprint": self.fingerprint, "dialect": self.dialect,
-                "sqlglot_version": self.sqlglot_version}
+                "sqlglot_version": self.sqlglot_version, "tables": list(self.tables)}
 
 
 def check_query(sql: str, dialect: str = "duckdb", *,
@@ -108,7 +109,20 @@ def check_query(sql: str, dialect: str = "duckdb", *,
         _check_tree(_parse_one(duck_sql, "duckdb"), sql, known)
     canonical = normalize_identifiers(tree.copy(), dialect="duckdb").sql(
         dialect="duckdb", comments=False, normalize=True)
-    return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect, sqlglot.__version__)
+    return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect, sqlglot.__version__,
+                        tables_read(tree))
+
+
+def tables_read(tree: exp.Expression) -> tuple[str, ...]:
+    """The tables and views a query names in FROM and JOIN, CTEs left out, sorted."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    names = set()
+    for node in tree.find_all(exp.Table):
+        if isinstance(node.this, exp.Identifier):
+            dotted = ".".join(part.name for part in node.parts).lower()
+            if not (len(node.parts) == 1 and dotted in ctes):
+                names.add(dotted)
+    return tuple(sorted(names))
 
 
 def fingerprint(tree: exp.Expr) -> str:

@@ -1,0 +1,40 @@
+"""Candidates from any Arrow-capable table: pyarrow, pandas, polars, DuckDB relations.
+
+Everything goes through one Arrow table, so each kind of input gives the same rows, and so
+the same bundle, as passing the equivalent pyarrow Table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import CandidateError
+
+
+def arrow_table(data: Any) -> pa.Table:
+    """`data` as a pyarrow Table, or a CandidateError that says what to pass instead."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    to_arrow = getattr(data, "to_arrow_table", None)  # a DuckDB relation
+    if callable(to_arrow) and type(data).__module__.startswith(("duckdb", "_duckdb")):
+        return to_arrow()
+    if hasattr(data, "__arrow_c_stream__"):  # pandas >= 2.2, polars, DuckDB, nanoarrow...
+        return pa.table(data)
+    if type(data).__module__.startswith("pandas"):  # older pandas without the capsule
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise CandidateError(
+        f"candidates must be a ranking query string or an Arrow-capable table (pyarrow, "
+        f"pandas, polars, a DuckDB relation, anything with __arrow_c_stream__), got "
+        f"{type(data).__name__}; for Python rows pass pa.Table.from_pylist(rows) or call "
+        "rms_duck.pack_candidates(rows, budget=...)")
+
+
+def arrow_rows(data: Any) -> list[dict[str, Any]]:
+    """The candidate rows of an Arrow-capable table, as dicts."""
+    return arrow_table(data).to_pylist()

@@ -1,0 +1,56 @@
+"""rms_store(): pack and store from SQL, for pipelines with no Python step (dbt, SQL jobs).
+
+`SELECT rms_store(list(c), 400, namespace := 'team') FROM ... GROUP BY ...` packs each group
+exactly as pack_context() does and stores the bundle row with its sealed, chained receipt,
+as rms_duck.pack() does, returning the receipt_id. The UDF holds its connection and stores
+through a cursor of its own, so each bundle commits in its own transaction, independently of
+the statement that called it: if that statement fails later, the bundles already stored stay,
+each with a valid receipt (the chain is append-only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ..candidates import to_candidates
+from ..config import PackingConfig, parse_config
+from ..errors import ReceiptError
+from ..packing.pipeline import pack_candidates
+from .storage import store_bundle
+from .udfs import candidate_rows
+
+STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")
+
+
+def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
+    """The Arrow UDF behind rms_store(), bound to the connection it stores through."""
+
+    def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
+                      configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
+                      sessions: pa.ChunkedArray) -> pa.Array:
+        parsed: dict[Any, PackingConfig] = {}
+        out = []
+        for rows, budget, raw, namespace, session in zip(
+                candidate_rows(candidates), budgets.to_pylist(), configs.to_pylist(),
+                namespaces.to_pylist(), sessions.to_pylist(), strict=False):
+            config = parsed.get(raw)
+            if config is None:
+                config = parsed[raw] = parse_config(raw)
+            validated = to_candidates(rows or [])
+            bundle = pack_candidates(validated, budget=budget, config=config)
+            try:
+                stored = store_bundle(con, bundle, validated, namespace=namespace,
+                                      session_id=session)
+            except duckdb.Error as exc:
+                raise ReceiptError(
+                    f"rms_store could not store the bundle: {str(exc).splitlines()[0]}; open "
+                    "the database writable, or use pack_context() to pack without storing"
+                ) from None
+            out.append(stored.receipt_id)
+        return pa.array(out, type=pa.string())
+
+    return rms_store_udf

@@ -1,0 +1,66 @@
+-- rms_duck's Python-backed macros: TEMP, because the Arrow UDFs they call live only as long
+-- as the connection that registered them. rms_duck.register(con) runs this after creating
+-- the UDFs; the TEMP macros shadow the persistent stubs of the same names
+-- (sql/python_stubs.sql), which tell a plain DuckDB client to call rms_duck.register(con).
+
+-- pack_context: pack a LIST of candidate STRUCTs into a token budget; returns the bundle
+CREATE OR REPLACE TEMP MACRO pack_context(candidates, budget) AS
+    rms_pack_udf(CAST(candidates AS rms_candidate[]), budget, NULL),
+    (candidates, budget, config) AS
+    rms_pack_udf(CAST(candidates AS rms_candidate[]), budget, CAST(to_json(config) AS VARCHAR));
+COMMENT ON MACRO pack_context IS 'pack_context(candidates, budget [, config]): RFC-0006 bundle STRUCT, counted exactly';
+
+-- rms_token_count: exact count (RFC Method 1), o200k_base unless an encoding is named
+CREATE OR REPLACE TEMP MACRO rms_token_count(text) AS rms_token_count_udf(text, 'o200k_base'),
+    (text, encoding) AS rms_token_count_udf(text, encoding);
+COMMENT ON MACRO rms_token_count IS 'rms_token_count(text [, encoding]): exact token count, special tokens counted as text';
+
+-- rms_token_estimate: ceil(chars / chars_per_token) (RFC Method 2); the second argument is
+-- a number of characters per token, or an encoding name whose per-script ratios to use
+CREATE OR REPLACE TEMP MACRO rms_token_estimate(text) AS rms_token_estimate_udf(text, NULL),
+    (text, ratio_or_encoding) AS rms_token_estimate_udf(text, CAST(ratio_or_encoding AS VARCHAR));
+COMMENT ON MACRO rms_token_estimate IS 'rms_token_estimate(text [, chars_per_token or encoding]): Method 2 estimate, per-script ratios (of o200k_base unless an encoding is named)';
+
+-- rms_replay: re-pack each receipt's stored inputs and compare the bytes (context_sha256);
+-- changed_nodes lists candidates whose rms_nodes.content no longer hashes as recorded
+CREATE OR REPLACE TEMP MACRO rms_replay(rid := NULL) AS TABLE
+    WITH picked AS (
+        SELECT r.receipt_id, r.bundle_id, r.chain_namespace, r.seq,
+               CASE WHEN json_valid(r.receipt) THEN r.receipt END AS j,
+               CAST(b.inputs AS VARCHAR) AS inputs
+        FROM rms_receipts AS r LEFT JOIN rms_bundles AS b ON b.bundle_id = r.bundle_id
+        WHERE rid IS NULL OR r.receipt_id = rms_receipt_id(rid)
+    ),
+    replayed AS (
+        SELECT p.*, coalesce(json_extract_string(p.j, '$.context_sha256'), '?') AS recorded_sha256,
+               rms_replay_udf(p.inputs, TRY_CAST(json_extract(p.j, '$.budget') AS BIGINT),
+                              CAST(json_extract(p.j, '$.config') AS VARCHAR)) AS out
+        FROM picked AS p
+    ),
+    changed AS (
+        SELECT d.receipt_id, list(d.node_id ORDER BY d.node_id) AS changed_nodes
+        FROM rms_receipt_decisions AS d JOIN rms_nodes AS n ON CAST(n.id AS VARCHAR) = d.node_id
+        WHERE d.receipt_id IN (SELECT receipt_id FROM picked)
+          AND sha256(n.content) IS DISTINCT FROM d.content_sha256
+        GROUP BY d.receipt_id
+    )
+    SELECT x.receipt_id, x.bundle_id, x.chain_namespace, x.seq, x.recorded_sha256,
+           struct_extract(x.out, 'context_sha256') AS replayed_sha256,
+           coalesce(struct_extract(x.out, 'context_sha256') = x.recorded_sha256, false)
+               AS identical,
+           coalesce(sha256(x.inputs) = json_extract_string(x.j, '$.inputs_sha256'), false)
+               AS inputs_intact,
+           coalesce(c.changed_nodes, []) AS changed_nodes,
+           struct_extract(x.out, 'error') AS error
+    FROM replayed AS x LEFT JOIN changed AS c ON c.receipt_id = x.receipt_id
+    ORDER BY x.chain_namespace, x.seq;
+COMMENT ON MACRO TABLE rms_replay IS 'rms_replay(rid := NULL): per receipt (all when NULL): recorded vs replayed context_sha256, identical, inputs_intact, changed_nodes, error';
+
+-- rms_store: pack and store in one call, from SQL: the bundle row and its sealed receipt are
+-- committed in their own transaction (as rms_duck.pack does); returns the receipt_id
+CREATE OR REPLACE TEMP MACRO rms_store(candidates, budget, config := NULL, namespace := NULL,
+                                       session_id := NULL) AS
+    rms_store_udf(CAST(candidates AS rms_candidate[]), budget,
+                  CAST(to_json(config) AS VARCHAR), CAST(namespace AS VARCHAR),
+                  CAST(session_id AS VARCHAR));
+COMMENT ON MACRO rms_store IS 'rms_store(candidates, budget, config := NULL, namespace := NULL, session_id := NULL): pack, store the bundle with a chained receipt, return its receipt_id';
