@@ -37,6 +37,8 @@ class MemoryBundle:
     guidance_shown: bool
     trace: tuple[TraceRow, ...] = field(repr=False, compare=False)
     receipt_id: str | None = field(default=None)
+    # Why the context is empty, when it is (see the NO_CANDIDATES and NOTHING_FIT flags).
+    warnings: tuple[str, ...] = field(default=())
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # Decisions, the receipt body and its text derive from the frozen trace on first use,

@@ -39,6 +39,9 @@ class PackingConfig:
     query: str | None = None
     reference_time: datetime | None = None
     fact_min_confidence: float = 0.7
+    # Candidates scoring below this are excluded (BELOW_MIN_SCORE); pins and active tasks
+    # are kept whatever their score, as RFC-0005 retrieves them whatever the query.
+    min_score: float = 0.0
 
     def __post_init__(self) -> None:
         _choice("context_format", self.context_format, tuple(FORMATS))
@@ -69,13 +72,8 @@ class PackingConfig:
                 f"got {self.session_window!r}; the default is 3"
             )
         _resolve_encoding(self)
-        threshold = self.fact_min_confidence
-        if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not (
-            math.isfinite(threshold) and 0.0 <= threshold <= 1.0
-        ):
-            raise ConfigError(
-                f"config field 'fact_min_confidence' must be a number in [0, 1], got {threshold!r}"
-            )
+        for name in ("fact_min_confidence", "min_score"):
+            _unit_interval(name, getattr(self, name))
         if self.query is not None and not isinstance(self.query, str):
             raise ConfigError(f"config field 'query' must be text, got {self.query!r}")
         if self.context_citations and not self.format.supports_citations:
@@ -187,6 +185,13 @@ def _load_json(text: str | bytes) -> object:
     if isinstance(parsed, str):
         return _load_json(parsed)
     return parsed
+
+
+def _unit_interval(name: str, value: object) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
+        math.isfinite(value) and 0.0 <= value <= 1.0
+    ):
+        raise ConfigError(f"config field {name!r} must be a number in [0, 1], got {value!r}")
 
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:

@@ -94,12 +94,16 @@ class Reason(_Named):
     NO_TEXT = "NO_TEXT"
     FOLDED = "FOLDED"
     DUPLICATE = "DUPLICATE"
+    BELOW_MIN_SCORE = "BELOW_MIN_SCORE"
 
 
 class Flag(_Named):
     BUDGET_ERROR = "BUDGET_ERROR"
     BUDGET_OVERFLOW = "BUDGET_OVERFLOW"
     GUIDANCE_OMITTED = "GUIDANCE_OMITTED"
+    # The context holds no record; the bundle's warnings say why.
+    NO_CANDIDATES = "NO_CANDIDATES"
+    NOTHING_FIT = "NOTHING_FIT"
 
 
 class Tier(enum.IntEnum):

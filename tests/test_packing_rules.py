@@ -159,7 +159,7 @@ def test_pins_are_downgraded_before_they_are_dropped_in_auditable(enc):
             seen.append(levels(bundle)["pin"])
         else:
             assert reasons(bundle) == {"pin": "BUDGET_OVERFLOW"}
-            assert bundle.flags == ("BUDGET_OVERFLOW",)
+            assert bundle.flags == ("BUDGET_OVERFLOW", "NOTHING_FIT")
             assert not seen, "a pin dropped at a budget above one that kept it"
     # As the budget grows: dropped, then a pointer, then key/value, then the whole text.
     assert seen[0] == "reference"

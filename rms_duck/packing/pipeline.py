@@ -60,6 +60,7 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
             f"the counter passed counts with {counter.encoding!r} but config field 'encoding' "
             f"is {config.encoding!r}; pass LineCounter({config.encoding!r}) or no counter")
     pool, duplicates = dedupe(rows)
+    pool, below = split_min_score(pool, config)
     available = budget - config.overhead_tokens
     conflicts = conflict_map(pool)
 
@@ -88,7 +89,21 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
         flags.append(Flag.BUDGET_OVERFLOW.value)
     if guidance is not None and assembly.guidance is None and assembly.entries:
         flags.append(Flag.GUIDANCE_OMITTED.value)
-    return _bundle(selector, assembly, duplicates, budget, available, config, flags)
+    if not assembly.entries and budget > 0:
+        flags.append((Flag.NOTHING_FIT if rows else Flag.NO_CANDIDATES).value)
+    return _bundle(selector, assembly, duplicates, below, budget, available, config, flags)
+
+
+def split_min_score(pool: list[Candidate],
+                    config: PackingConfig) -> tuple[list[Candidate], list[Candidate]]:
+    """(kept, below): candidates scoring under config.min_score, pins and active tasks aside."""
+    if config.min_score <= 0:
+        return pool, []
+    kept, below = [], []
+    for c in pool:
+        low = c.score < config.min_score and not (c.is_pinned or c.is_active_task)
+        (below if low else kept).append(c)
+    return kept, below
 
 
 def _check_budget(budget: object) -> int:
@@ -226,8 +241,9 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
         victim.entry, victim.reason = None, dropped
 
 
-def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budget: int,
-            available: int, config: PackingConfig, flags: list[str]) -> MemoryBundle:
+def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
+            below: list[Candidate], budget: int, available: int, config: PackingConfig,
+            flags: list[str]) -> MemoryBundle:
     position = {e.candidate.id: i for i, e in enumerate(assembly.entries)}
     included = tuple(
         IncludedRecord(id=e.candidate.id, section=e.section, namespace_id=e.candidate.namespace_id,
@@ -242,6 +258,7 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budg
         _excluded(o.candidate.id, o.reason or exhausted, o.candidate.score, o.tier)
         for o in sel.outcomes.values() if o.candidate.id not in position
     ]
+    excluded += [_excluded(c.id, Reason.BELOW_MIN_SCORE, c.score, None) for c in below]
     excluded += [_excluded(c.id, Reason.DUPLICATE, c.score, None) for c in duplicates]
     conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
     metrics = bundle_metrics(included, available)
@@ -253,7 +270,8 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate], budg
         context_sha256=sha256_text(assembly.context),
         encoding_sha256=encoding_source(config.encoding).sha256,
         guidance_shown=assembly.guidance is not None,
-        trace=_trace(sel, assembly, duplicates, position))
+        trace=_trace(sel, assembly, below, duplicates, position),
+        warnings=empty_context_warnings(flags, excluded, budget, available, config))
 
 
 def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> ExcludedRecord:
@@ -271,9 +289,33 @@ _SET_ID, _SET_REASON, _SET_SCORE, _SET_TIER = (getattr(ExcludedRecord, name).__s
                                                for name in ("id", "reason", "score", "tier"))
 
 
-def _trace(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
-           position: dict[str, int]) -> tuple[TraceRow, ...]:
-    """Freeze each candidate's fate once, sorted by id, duplicates last (the receipt's order)."""
+def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], budget: int,
+                           available: int, config: PackingConfig) -> tuple[str, ...]:
+    """Why a context holds no record, in words (empty when it holds some)."""
+    if Flag.NO_CANDIDATES.value in flags:
+        return ("no candidates were given: an empty list, or a ranking query that "
+                "returned no rows",)
+    if Flag.NOTHING_FIT.value not in flags:
+        return ()
+    counts: dict[str, int] = {}
+    for record in excluded:
+        counts[record.reason.value] = counts.get(record.reason.value, 0) + 1
+    reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+    text = f"none of {len(excluded)} candidates was packed ({reasons})"
+    if counts.get(Reason.BELOW_MIN_SCORE.value) == len(excluded):
+        return (f"{text}: every candidate scored below min_score {config.min_score:g}; "
+                "lower min_score or improve the ranking",)
+    if not ({Reason.BUDGET_EXHAUSTED.value, Reason.BUDGET_OVERFLOW.value} & set(counts)):
+        return (f"{text}; each excluded candidate carries its reason",)
+    return (f"{text}: {max(available, 0)} tokens were available (budget {budget} minus "
+            f"overhead_tokens {config.overhead_tokens}), too few for the section header, "
+            "the metadata line and one record; raise the budget or lower overhead_tokens",)
+
+
+def _trace(sel: Selector, assembly: Assembly, below: list[Candidate],
+           duplicates: list[Candidate], position: dict[str, int]) -> tuple[TraceRow, ...]:
+    """Freeze each candidate's fate once, sorted by id, then those below min_score, then
+    duplicates (the receipt's order)."""
     final = {e.candidate.id: e for e in assembly.entries}
     rows: list[TraceRow] = []
     spelled: dict[tuple[Level, ...], tuple[str, ...]] = {}  # a few distinct ladders per pack
@@ -290,6 +332,8 @@ def _trace(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
         else:
             rows.append((c, int(o.tier), o.order_key, tried, entry.level.value, entry.cost,
                          None, position[c.id]))
+    rows += [(c, None, None, (), None, 0, Reason.BELOW_MIN_SCORE.value, None)
+             for c in sorted(below, key=lambda c: c.id)]
     rows += [(c, None, None, (), None, 0, Reason.DUPLICATE.value, None) for c in duplicates]
     return tuple(rows)
 
