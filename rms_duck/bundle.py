@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +20,7 @@ TraceRow = tuple[Candidate, int | None, float | None, tuple[str, ...], str | Non
                  str | None, int | None]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class MemoryBundle:
     context: str
     tokens_used: int
@@ -89,6 +91,46 @@ class MemoryBundle:
         if got is None:
             got = self._derived["text"] = join_fragments(self.receipt_fragments)
         return got
+
+    def __repr__(self) -> str:
+        # One short line: a 32K-token bundle's field-by-field repr runs to hundreds of KB.
+        flags = f", flags={','.join(self.flags)}" if self.flags else ""
+        receipt = f", receipt_id={self.receipt_id}" if self.receipt_id else ""
+        return (f"<MemoryBundle {self.tokens_used}/{self.context_budget} tokens, "
+                f"{len(self.included)} packed, {len(self.excluded)} excluded"
+                f"{flags}{receipt}, sha256={self.context_sha256[:12]}>")
+
+    def summary_lines(self) -> list[str]:
+        """tokens, records, exclusions by reason, flags and warnings, one fact per line."""
+        reasons: dict[str, int] = {}
+        for record in self.excluded:
+            reasons[record.reason.value] = reasons.get(record.reason.value, 0) + 1
+        lines = [
+            f"tokens used: {self.tokens_used} of {self.context_budget} "
+            f"({self.available} available after {self.config.overhead_tokens} overhead)",
+            f"records packed: {len(self.included)}",
+            "excluded: " + (", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+                            or "none"),
+            f"flags: {', '.join(self.flags) or 'none'}",
+        ]
+        lines += [f"warning: {text}" for text in self.warnings]
+        if self.receipt_id:
+            lines.append(f"receipt: {self.receipt_id}")
+        return lines
+
+    def _repr_markdown_(self) -> str:
+        """Notebook display: the summary, then the context in a fence it cannot close."""
+        longest = max((len(run) for run in re.findall(r"`+", self.context)), default=0)
+        fence = "`" * max(3, longest + 1)
+        summary = "\n".join(f"- {_markdown_text(line)}" for line in self.summary_lines())
+        body = self.context if self.context.endswith("\n") or not self.context else (
+            self.context + "\n")
+        return f"**MemoryBundle**\n\n{summary}\n\n{fence}text\n{body}{fence}\n"
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.summary_lines())
+        return (f"<div><strong>MemoryBundle</strong><ul>{items}</ul>"
+                f"<pre style=\"white-space: pre-wrap\">{html.escape(self.context)}</pre></div>")
 
     def render(self) -> str:
         """Exactly the context text whose tokens tokens_used counts."""

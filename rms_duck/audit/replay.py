@@ -4,7 +4,9 @@ The bundle row keeps the validated candidates (`inputs`) and the receipt keeps t
 sha256, the budget and the full config, so a replay needs nothing else. It also reports
 which candidates' nodes have changed since (their rms_nodes.content no longer hashes to
 the content_sha256 the receipt recorded): re-running the ranking query would not give
-the same bundle, even though the recorded inputs still do.
+the same bundle, even though the recorded inputs still do. Only rms_nodes is tracked: the
+other tables a ranking query read are listed in untracked_tables, so a caller is told
+plainly where edits would go unnoticed.
 """
 
 from __future__ import annotations
@@ -37,11 +39,22 @@ class ReplayResult:
     missing_nodes: tuple[str, ...]
     encoding_changed: bool
     bundle: MemoryBundle
+    tables_read: tuple[str, ...] = ()
+    untracked_tables: tuple[str, ...] = ()
 
     @property
     def identical(self) -> bool:
         """True when the re-packed context has exactly the recorded bytes."""
         return self.replayed_sha256 == self.recorded_sha256
+
+    @property
+    def tracking(self) -> str:
+        """What changed_nodes covers, in words."""
+        if not self.untracked_tables:
+            return "changed_nodes covers rms_nodes, the only table this pack read"
+        return (f"changed_nodes covers rms_nodes only; edits to {', '.join(self.untracked_tables)} "
+                "(read by the ranking query) are not tracked: compare content_sha256 in "
+                "rms_receipt_decisions with those rows yourself")
 
 
 def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
@@ -72,13 +85,37 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
                            if c["id"] in recorded and recorded[c["id"]] != c["content_sha256"]))
     missing = tuple(sorted(c["id"] for c in candidates if c["id"] not in recorded))
     encoding = body.get("encoding") or {}
+    tables = tables_of(body.get("query"))
     return ReplayResult(
+        tables_read=tables,
+        untracked_tables=tuple(t for t in tables if t.split(".")[-1] not in TRACKED_TABLES),
         receipt_id=rid, bundle_id=bundle_id, recorded_sha256=body.get("context_sha256"),
         replayed_sha256=bundle.context_sha256,
         same_decisions=json.loads(bundle.receipt)["candidates"] == candidates,
         changed_nodes=changed, missing_nodes=missing,
         encoding_changed=encoding.get("sha256") != encoding_source(bundle.config.encoding).sha256,
         bundle=bundle)
+
+
+TRACKED_TABLES = frozenset({"rms_nodes"})
+
+
+def tables_of(query: Any) -> tuple[str, ...]:
+    """The tables a receipt's ranking query read (parsed again for receipts that predate
+    the recorded list); () for packs from Arrow input, which read no table."""
+    if not isinstance(query, dict):
+        return ()
+    if isinstance(query.get("tables"), list):
+        return tuple(str(t) for t in query["tables"])
+    if not isinstance(query.get("sql"), str):
+        return ()
+    import sqlglot
+
+    from ..duck.query import tables_read
+    try:
+        return tables_read(sqlglot.parse_one(query["sql"], read="duckdb"))
+    except sqlglot.errors.SqlglotError:
+        return ()
 
 
 def _load(cur: duckdb.DuckDBPyConnection, rid: str) -> tuple[dict[str, Any], str, str]:

@@ -220,6 +220,8 @@ def _pct(value: float) -> str:
 
 def _progress(label: str) -> Callable[[int, int], None]:
     def show(done: int, total: int) -> None:
+        if not sys.stderr.isatty():
+            return  # progress bars only on a terminal
         filled = 30 * done // max(total, 1)
         sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}"
                          + ("\n" if done >= total else ""))

@@ -1,9 +1,10 @@
-"""`rms-duck`: demo, bench, eval and audit commands. Thin: each calls one library function."""
+"""`rms-duck`: demo, pack, serve, bench, eval and audit. Thin: each calls one library function."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -12,6 +13,8 @@ from ..errors import RmsError
 # command -> (module with add_arguments(parser) and run(args) -> int, help text)
 COMMANDS = {
     "demo": ("rms_duck.cli.demo", "pack the sample agent memory into a DuckDB file"),
+    "pack": ("rms_duck.cli.pack", "pack candidates read as JSON lines on stdin; print the bundle"),
+    "serve": ("rms_duck.cli.serve", "an MCP server over stdio: pack, explain, verify, replay"),
     "bench": ("rms_duck.cli.bench", "measure packing speed (or the RFC section 10 benchmarks)"),
     "eval": ("rms_duck.cli.eval", "evidence retention of SQL ranking + packing on JSONL"),
     "audit": ("rms_duck.cli.audit", "summarise and verify the bundles and receipts in a database"),
@@ -19,7 +22,10 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="rms-duck", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"rms-duck {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (module_name, help_text) in COMMANDS.items():
@@ -40,6 +46,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RmsError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader went away (`rms-duck ... | head -1`): stop quietly, as `yes | head` does.
+    Pointing stdout at /dev/null stops the interpreter's final flush from failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141  # 128 + SIGPIPE, what a shell reports for a writer cut off by a closed pipe
 
 
 if __name__ == "__main__":

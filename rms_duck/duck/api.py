@@ -60,6 +60,16 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     else:
         # Any Arrow-capable table, checked a column at a time; to_candidates finishes.
         rows = intake(arrow_table(candidates))
+    return pack_rows(con, rows, budget=budget, config=config, store=store, query=query,
+                     namespace=namespace, session_id=session_id)
+
+
+def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
+              budget: int, config: PackingConfig | Mapping[str, Any] | str | None = None,
+              store: bool = True, query: dict[str, Any] | None = None,
+              namespace: str | None = None, session_id: str | None = None) -> MemoryBundle:
+    """pack() for candidate rows already in Python (dicts): the CLI and MCP server use it."""
+    config = parse_config(config)
     validated = to_candidates(rows)
     # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing.
     counter = primed_counter(con, validated, config, budget)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import duckdb
 
 from .cursors import cursor, install_macros, utc
@@ -16,6 +18,9 @@ __all__ = ["connect", "cursor", "register"]
 def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection in UTC with the rms schema, UDFs and macros ready."""
     con = duckdb.connect(database, read_only=read_only)
+    if not (sys.stdout and sys.stdout.isatty()):
+        # DuckDB's own bar would land in logs and pipes; a terminal keeps it.
+        con.execute("SET enable_progress_bar = false")
     register(con)
     return con
 

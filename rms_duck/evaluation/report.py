@@ -85,17 +85,30 @@ def _pct(value: float) -> str:
 
 
 class ProgressBar:
-    """A one-line progress bar, redrawn in place on a terminal stream (stderr by default)."""
+    """A one-line progress bar, redrawn in place on a terminal stream (stderr by default).
+
+    Off a terminal (a log file, a pipe, CI) it draws nothing: redraws there are noise.
+    """
 
     def __init__(self, label: str, *, stream: TextIO | None = None, width: int = 30) -> None:
         self.label, self.stream, self.width = label, stream or sys.stderr, width
 
     def __call__(self, done: int, total: int) -> None:
+        if not is_terminal(self.stream):
+            return
         filled = self.width * done // max(total, 1)
         bar = "#" * filled + "." * (self.width - filled)
         end = "\n" if done >= total else ""
         self.stream.write(f"\r{self.label} [{bar}] {done}/{total}{end}")
         self.stream.flush()
+
+
+def is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
 
 
 def results_json(run: EvalRun) -> dict[str, Any]:

@@ -1,0 +1,78 @@
+"""`rms-duck pack --budget N`: candidates as JSON lines on stdin, the bundle as one JSON object.
+
+For shells and non-Python agents. Each input line is one candidate object ({"id", "score",
+"content", ...}: the fields of pack_context's candidate STRUCT). With --db the bundle and its
+receipt are stored in that DuckDB file (unless --no-store); without it nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from ..duck.types import bundle_row
+from ..errors import CandidateError
+from ..packing.pipeline import pack_candidates
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget", type=int, required=True, help="token budget, overhead included")
+    parser.add_argument("--config", default=None,
+                        help='PackingConfig fields as JSON, e.g. \'{"context_format": "compact"}\'')
+    parser.add_argument("--db", default=None,
+                        help="DuckDB file to store the bundle and its receipt in")
+    parser.add_argument("--no-store", action="store_true",
+                        help="with --db: pack with its cached line costs but store nothing")
+    parser.add_argument("--namespace", default=None, help="receipt chain to extend (with --db)")
+    parser.add_argument("--session-id", default=None, help="session id recorded (with --db)")
+
+
+def read_candidates(stream: TextIO) -> list[dict[str, Any]]:
+    """One JSON object per non-blank line; a bad line is named by its number."""
+    rows = []
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise CandidateError(
+                f"stdin line {number} is not JSON ({exc.msg} at column {exc.pos + 1}): "
+                f"{line.strip()[:80]!r}; write one candidate object per line, for example "
+                '{"id": "n1", "score": 0.9, "content": "..."}') from None
+        if not isinstance(row, dict):
+            raise CandidateError(
+                f"stdin line {number} must be a JSON object, got {line.strip()[:80]!r}; "
+                'write for example {"id": "n1", "score": 0.9, "content": "..."}')
+        rows.append(row)
+    return rows
+
+
+def bundle_json(bundle: Any) -> dict[str, Any]:
+    """The bundle's SQL STRUCT fields, plus its receipt_id when it was stored."""
+    out = bundle_row(bundle)
+    out["available"] = bundle.available
+    out["receipt_id"] = bundle.receipt_id
+    out["receipt"] = json.loads(out["receipt"])
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = read_candidates(sys.stdin)
+    if args.db is None:
+        bundle = pack_candidates(rows, budget=args.budget, config=args.config)
+    else:
+        from ..duck.api import pack_rows
+        from ..duck.connection import connect
+
+        con = connect(args.db)
+        try:
+            bundle = pack_rows(con, rows, budget=args.budget, config=args.config,
+                               store=not args.no_store, namespace=args.namespace,
+                               session_id=args.session_id)
+        finally:
+            con.close()
+    sys.stdout.write(json.dumps(bundle_json(bundle), ensure_ascii=False) + "\n")
+    return 0

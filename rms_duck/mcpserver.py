@@ -1,0 +1,128 @@
+"""An MCP server over stdio (`rms-duck serve --db PATH`): budgeted memory for agents.
+
+Built on the official `mcp` SDK (the optional extra `rms-duck[mcp]`). Tools: rank_and_pack
+(BM25 ranking over rms_nodes), pack_query (a guarded, read-only ranking query), pack_candidates
+(rows the agent already has), explain, verify and replay. Every tool call runs under one lock
+on one DuckDB connection: DuckDB lets one process write a file, and this is that process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from . import __version__
+from .errors import RmsError
+
+INSTRUCTIONS = (
+    "Budgeted agent memory. rank_and_pack(question, budget) returns the context to put in "
+    "the prompt, counted exactly in tokens; each stored pack has a receipt_id that explain, "
+    "verify and replay audit."
+)
+
+
+def build_server(db: str, *, read_only: bool = False) -> Any:
+    """The MCPServer for the DuckDB file `db` (created with the rms schema when new)."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ModuleNotFoundError as exc:
+        raise RmsError("rms-duck serve needs the MCP SDK: pip install 'rms-duck[mcp]'") from exc
+    from .audit.explain import explain as explain_receipt
+    from .audit.replay import replay as replay_receipt
+    from .audit.verify import verify_receipts
+    from .duck.api import pack, pack_rows
+    from .duck.connection import connect
+
+    con = connect(db, read_only=read_only)
+    lock = threading.Lock()
+    server = MCPServer("rms-duck", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.tool()
+    def rank_and_pack(question: str, budget: int, namespace: str | None = None, k: int = 50,
+                      config: dict[str, Any] | None = None, store: bool = True,
+                      session_id: str | None = None) -> dict[str, Any]:
+        """Rank the memory nodes for a question (BM25, trigrams, pins, active tasks) and
+        pack the best into `budget` tokens; returns the context and what was left out."""
+        settings = {"query": question, **(config or {})}
+        with lock:
+            bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,
+                          params=[question, namespace, k], config=settings,
+                          store=store and not read_only, session_id=session_id)
+        return bundle_dict(bundle)
+
+    @server.tool()
+    def pack_query(sql: str, budget: int, params: list[Any] | None = None,
+                   config: dict[str, Any] | None = None, store: bool = True,
+                   dialect: str = "duckdb", namespace: str | None = None,
+                   session_id: str | None = None) -> dict[str, Any]:
+        """Pack the rows of one read-only ranking SELECT (guarded: no writes, files or
+        settings) into `budget` tokens. Rows need id, score and content columns."""
+        with lock:
+            bundle = pack(con, sql, budget=budget, params=params, config=config,
+                          store=store and not read_only, dialect=dialect, namespace=namespace,
+                          session_id=session_id)
+        return bundle_dict(bundle)
+
+    @server.tool()
+    def pack_candidates(candidates: list[dict[str, Any]], budget: int,
+                        config: dict[str, Any] | None = None, store: bool = True,
+                        namespace: str | None = None,
+                        session_id: str | None = None) -> dict[str, Any]:
+        """Pack candidate records given inline ({"id", "score", "content", ...}) into
+        `budget` tokens."""
+        with lock:
+            bundle = pack_rows(con, candidates, budget=budget, config=config,
+                               store=store and not read_only, namespace=namespace,
+                               session_id=session_id)
+        return bundle_dict(bundle)
+
+    @server.tool()
+    def explain(receipt_id: str) -> dict[str, Any]:
+        """Why each candidate of a stored pack was packed or dropped, in context order."""
+        with lock:
+            rows = explain_receipt(con, receipt_id)
+        return {"receipt_id": receipt_id, "candidates": plain(rows)}
+
+    @server.tool()
+    def verify() -> dict[str, Any]:
+        """Check every stored receipt: digests, the hash chains and the bundle rows."""
+        with lock:
+            problems = verify_receipts(con)
+        return {"ok": not problems, "problems": [str(p) for p in problems]}
+
+    @server.tool()
+    def replay(receipt_id: str) -> dict[str, Any]:
+        """Re-pack a stored receipt's recorded inputs and compare the bytes."""
+        with lock:
+            result = replay_receipt(con, receipt_id)
+        return {
+            "receipt_id": result.receipt_id, "identical": result.identical,
+            "recorded_sha256": result.recorded_sha256,
+            "replayed_sha256": result.replayed_sha256,
+            "same_decisions": result.same_decisions,
+            "changed_nodes": list(result.changed_nodes),
+            "missing_nodes": list(result.missing_nodes),
+            "untracked_tables": list(result.untracked_tables),
+        }
+
+    return server
+
+
+def bundle_dict(bundle: Any) -> dict[str, Any]:
+    """What an agent needs from a bundle; the receipt stays in the database."""
+    from .duck.types import bundle_row
+
+    row = bundle_row(bundle)
+    row.pop("receipt")
+    return {**row, "available": bundle.available, "receipt_id": bundle.receipt_id}
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready values (UUIDs and timestamps become text)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def serve(db: str, *, read_only: bool = False) -> None:
+    """Serve over stdio until the client closes the pipe."""
+    build_server(db, read_only=read_only).run("stdio")
