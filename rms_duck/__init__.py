@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from .duck.connection import connect as connect
     from .duck.connection import register as register
     from .duck.linecosts import refresh_line_costs as refresh_line_costs
-    from .duck.ranking import refresh_index as refresh_index
     from .duck.organiser import refresh_token_estimates as refresh_token_estimates
+    from .duck.ranking import refresh_index as refresh_index
     from .errors import RmsError as RmsError
     from .packing.pipeline import pack_candidates as pack_candidates
     from .tokens.counter import count_tokens as count_tokens

@@ -8,8 +8,10 @@ on one DuckDB connection: DuckDB lets one process write a file, and this is that
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from . import __version__
@@ -28,6 +30,8 @@ def build_server(db: str, *, read_only: bool = False) -> Any:
         from mcp.server.mcpserver import MCPServer
     except ModuleNotFoundError as exc:
         raise RmsError("rms-duck serve needs the MCP SDK: pip install 'rms-duck[mcp]'") from exc
+    from mcp.server.mcpserver.exceptions import ToolError
+
     from .audit.explain import explain as explain_receipt
     from .audit.replay import replay as replay_receipt
     from .audit.verify import verify_receipts
@@ -38,64 +42,76 @@ def build_server(db: str, *, read_only: bool = False) -> Any:
     lock = threading.Lock()
     server = MCPServer("rms-duck", version=__version__, instructions=INSTRUCTIONS)
 
+    def guarded(function: Callable[..., Any]) -> Callable[..., Any]:
+        """Run one tool at a time; hand rms_duck's errors (which say what to fix) to the
+        agent as tool errors, instead of the SDK's bare "Error executing tool"."""
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                try:
+                    return function(*args, **kwargs)
+                except RmsError as exc:
+                    raise ToolError(f"{type(exc).__name__}: {exc}") from None
+        return call
+
     @server.tool()
+    @guarded
     def rank_and_pack(question: str, budget: int, namespace: str | None = None, k: int = 50,
                       config: dict[str, Any] | None = None, store: bool = True,
                       session_id: str | None = None) -> dict[str, Any]:
         """Rank the memory nodes for a question (BM25, trigrams, pins, active tasks) and
         pack the best into `budget` tokens; returns the context and what was left out."""
         settings = {"query": question, **(config or {})}
-        with lock:
-            bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,
-                          params=[question, namespace, k], config=settings,
-                          store=store and not read_only, session_id=session_id)
+        bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,
+                      params=[question, namespace, k], config=settings,
+                      store=store and not read_only, session_id=session_id)
         return bundle_dict(bundle)
 
     @server.tool()
+    @guarded
     def pack_query(sql: str, budget: int, params: list[Any] | None = None,
                    config: dict[str, Any] | None = None, store: bool = True,
                    dialect: str = "duckdb", namespace: str | None = None,
                    session_id: str | None = None) -> dict[str, Any]:
         """Pack the rows of one read-only ranking SELECT (guarded: no writes, files or
         settings) into `budget` tokens. Rows need id, score and content columns."""
-        with lock:
-            bundle = pack(con, sql, budget=budget, params=params, config=config,
-                          store=store and not read_only, dialect=dialect, namespace=namespace,
-                          session_id=session_id)
+        bundle = pack(con, sql, budget=budget, params=params, config=config,
+                      store=store and not read_only, dialect=dialect, namespace=namespace,
+                      session_id=session_id)
         return bundle_dict(bundle)
 
     @server.tool()
+    @guarded
     def pack_candidates(candidates: list[dict[str, Any]], budget: int,
                         config: dict[str, Any] | None = None, store: bool = True,
                         namespace: str | None = None,
                         session_id: str | None = None) -> dict[str, Any]:
         """Pack candidate records given inline ({"id", "score", "content", ...}) into
         `budget` tokens."""
-        with lock:
-            bundle = pack_rows(con, candidates, budget=budget, config=config,
-                               store=store and not read_only, namespace=namespace,
-                               session_id=session_id)
+        bundle = pack_rows(con, candidates, budget=budget, config=config,
+                           store=store and not read_only, namespace=namespace,
+                           session_id=session_id)
         return bundle_dict(bundle)
 
     @server.tool()
+    @guarded
     def explain(receipt_id: str) -> dict[str, Any]:
         """Why each candidate of a stored pack was packed or dropped, in context order."""
-        with lock:
-            rows = explain_receipt(con, receipt_id)
+        rows = explain_receipt(con, receipt_id)
         return {"receipt_id": receipt_id, "candidates": plain(rows)}
 
     @server.tool()
+    @guarded
     def verify() -> dict[str, Any]:
         """Check every stored receipt: digests, the hash chains and the bundle rows."""
-        with lock:
-            problems = verify_receipts(con)
+        problems = verify_receipts(con)
         return {"ok": not problems, "problems": [str(p) for p in problems]}
 
     @server.tool()
+    @guarded
     def replay(receipt_id: str) -> dict[str, Any]:
         """Re-pack a stored receipt's recorded inputs and compare the bytes."""
-        with lock:
-            result = replay_receipt(con, receipt_id)
+        result = replay_receipt(con, receipt_id)
         return {
             "receipt_id": result.receipt_id, "identical": result.identical,
             "recorded_sha256": result.recorded_sha256,

@@ -1,0 +1,127 @@
+"""pack() takes any Arrow-capable table, and ranking queries see connection-local objects.
+
+Reproductions from the newcomer review (#14, #15, #16) and the ecosystem review
+(DataFrames into rms_duck.pack()), with the real pandas, polars and DuckDB.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.duck.api import _run_read_only
+from rms_duck.errors import QueryRejectedError
+
+ROWS = [
+    {"id": "n1", "score": 0.91, "content": "The Heron cut-over moved to 2026-12-19.",
+     "speaker": "Maya", "event_time": datetime(2026, 11, 30, 9, 0, tzinfo=UTC), "type": "fact",
+     "confidence": 0.9},
+    {"id": "n2", "score": 0.55, "content": "Rollback keeps the old cluster read-only.",
+     "speaker": None, "event_time": None, "type": "note", "confidence": 0.5},
+    {"id": "n3", "score": 0.12, "content": "Lunch is at noon.", "speaker": "Ari",
+     "event_time": datetime(2026, 11, 2, 12, 0, tzinfo=UTC), "type": "event",
+     "confidence": 0.6},
+]
+CONFIG = {"query": "When is the Heron cut-over?", "context_format": "auditable"}
+
+
+class CapsuleOnly:
+    """Exposes nothing but the Arrow PyCapsule stream protocol."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self._table = table
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self._table.__arrow_c_stream__(requested_schema)
+
+
+@pytest.fixture(scope="module")
+def mcon():
+    con = rms_duck.connect()
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def expected(mcon):
+    return rms_duck.pack(mcon, pa.Table.from_pylist(ROWS), budget=400, config=CONFIG,
+                         store=False).to_row()
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "relation", "capsule", "batch", "reader"])
+def test_every_arrow_capable_input_gives_the_arrow_bundle(mcon, expected, kind):
+    table = pa.Table.from_pylist(ROWS)
+    data = {
+        "pandas": lambda: pd.DataFrame(ROWS),
+        "polars": lambda: pl.DataFrame(ROWS),
+        "relation": lambda: mcon.from_arrow(table),
+        "capsule": lambda: CapsuleOnly(table),
+        "batch": lambda: table.to_batches()[0],
+        "reader": lambda: pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
+    }[kind]()
+    bundle = rms_duck.pack(mcon, data, budget=400, config=CONFIG, store=False)
+    assert bundle.to_row() == expected
+    assert len(bundle.included) == 3
+
+
+def test_a_pandas_frame_packs_and_stores_with_a_receipt(mcon):
+    bundle = rms_duck.pack(mcon, pd.DataFrame(ROWS), budget=400, config=CONFIG)
+    assert bundle.receipt_id is not None
+    assert rms_duck.replay(mcon, bundle.receipt_id).identical
+
+
+def test_ranking_query_reads_a_registered_dataframe(mcon, expected):
+    mcon.register("cands_pd", pd.DataFrame(ROWS))
+    try:
+        bundle = rms_duck.pack(mcon, "SELECT * FROM cands_pd", budget=400, config=CONFIG,
+                               store=False)
+    finally:
+        mcon.unregister("cands_pd")
+    assert bundle.to_row() == expected
+
+
+def test_ranking_query_reads_temp_tables_and_views(mcon, expected):
+    mcon.register("src", pd.DataFrame(ROWS))
+    mcon.execute("CREATE OR REPLACE TEMP TABLE tmp_cands AS SELECT * FROM src")
+    mcon.execute("CREATE OR REPLACE TEMP VIEW tmp_view AS SELECT * FROM tmp_cands")
+    mcon.unregister("src")
+    for sql in ("SELECT * FROM tmp_cands", "SELECT v.* FROM tmp_view AS v",
+                "WITH c AS (SELECT * FROM temp.main.tmp_cands) SELECT * FROM c"):
+        bundle = rms_duck.pack(mcon, sql, budget=400, config=CONFIG, store=False)
+        assert bundle.to_row() == expected, sql
+    stored = rms_duck.pack(mcon, "SELECT * FROM tmp_cands", budget=400, config=CONFIG)
+    assert stored.receipt_id is not None
+
+
+def test_queries_over_temp_objects_are_still_guarded(mcon):
+    mcon.execute("CREATE OR REPLACE TEMP TABLE guarded AS SELECT 'x' AS id, 0.5 AS score, "
+                 "'text' AS content")
+    with pytest.raises(QueryRejectedError, match="DELETE"):
+        rms_duck.pack(mcon, "DELETE FROM guarded", budget=400)
+    with pytest.raises(QueryRejectedError, match="read_csv"):
+        rms_duck.pack(mcon, "SELECT * FROM guarded, read_csv('x.csv')", budget=400)
+
+
+def test_the_connection_path_runs_in_a_read_only_transaction(mcon):
+    with pytest.raises(duckdb.Error, match="read-only"):
+        _run_read_only(mcon, "INSERT INTO rms_line_costs VALUES ('e', 'x', 1)", None,
+                       on_connection=True)
+    assert mcon.execute("SELECT count(*) FROM rms_line_costs WHERE encoding = 'e'"
+                        ).fetchall() == [(0,)]
+
+
+def test_a_temp_query_inside_an_open_transaction_says_what_to_do(mcon):
+    mcon.execute("CREATE OR REPLACE TEMP TABLE busy AS SELECT 'x' AS id, 0.5 AS score, "
+                 "'text' AS content")
+    mcon.execute("BEGIN TRANSACTION")
+    try:
+        with pytest.raises(QueryRejectedError, match="COMMIT or ROLLBACK it"):
+            rms_duck.pack(mcon, "SELECT * FROM busy", budget=400, store=False)
+    finally:
+        mcon.execute("ROLLBACK")

@@ -1,0 +1,68 @@
+"""`rms-duck serve --db PATH` over stdio, driven by the official MCP SDK's client."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+NOTES = ["The Heron cut-over moved to the weekend of 2026-12-19.",
+         "Rollback plan: keep the old Heron cluster read-only for 48 hours.",
+         "The canteen serves lasagne on Fridays."]
+
+
+async def _session(db: str) -> dict:
+    params = mcp.StdioServerParameters(command=sys.executable,
+                                       args=["-m", "rms_duck", "serve", "--db", db])
+    out = {}
+    async with mcp.Client(params) as client:
+        out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+        call = client.call_tool
+        out["candidates"] = await call("pack_candidates", {
+            "candidates": [{"id": f"n{i}", "score": 0.9 - i / 10, "content": text}
+                           for i, text in enumerate(NOTES)],
+            "budget": 300, "config": {"min_score": 0.75}})
+        out["query"] = await call("pack_query", {
+            "sql": "SELECT id, score, content FROM (VALUES ('q1', 0.8, 'from a query')) "
+                   "AS t(id, score, content)", "budget": 200, "store": False})
+        out["rejected"] = await call("pack_query", {"sql": "DROP TABLE rms_nodes",
+                                                    "budget": 200})
+        out["rank"] = await call("rank_and_pack", {"question": "When is the Heron cut-over?",
+                                                   "budget": 400})
+        rid = out["candidates"].structured_content["receipt_id"]
+        out["explain"] = await call("explain", {"receipt_id": rid})
+        out["replay"] = await call("replay", {"receipt_id": rid})
+        out["verify"] = await call("verify", {})
+    return out
+
+
+def test_mcp_client_packs_explains_verifies_and_replays(tmp_path):
+    import rms_duck
+
+    db = str(tmp_path / "agent.duckdb")
+    con = rms_duck.connect(db)
+    for i, text in enumerate(NOTES):
+        con.execute("INSERT INTO rms_nodes (id, content) VALUES (?, ?)",
+                    [f"00000000-0000-0000-0000-00000000000{i}", text])
+    con.close()  # one writer per file: the server opens it next
+    out = asyncio.run(asyncio.wait_for(_session(db), timeout=300))
+    assert out["tools"] == ["explain", "pack_candidates", "pack_query", "rank_and_pack",
+                            "replay", "verify"]
+    packed = out["candidates"].structured_content
+    assert packed["included"][0]["id"] == "n0" and packed["receipt_id"]
+    assert [(e["id"], e["reason"]) for e in packed["excluded"]] == [
+        ("n2", "BELOW_MIN_SCORE")]
+    assert "from a query" in out["query"].structured_content["context"]
+    assert out["query"].structured_content["receipt_id"] is None
+    assert out["rejected"].is_error and "DROP statement is not allowed" in str(out["rejected"])
+    ranked = out["rank"].structured_content
+    # The lexical index was never built: the server refreshed it rather than rank on nothing.
+    assert len(ranked["included"]) >= 2 and "Heron cut-over" in ranked["context"]
+    decided = out["explain"].structured_content["candidates"]
+    assert {d["node_id"]: d["decision"] for d in decided} == {
+        "n0": "included", "n1": "included", "n2": "excluded"}
+    assert out["replay"].structured_content["identical"] is True
+    assert out["verify"].structured_content == {"ok": True, "problems": []}

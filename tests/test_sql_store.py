@@ -1,0 +1,70 @@
+"""SQL-only storing: rms_store() packs and stores with a chained receipt, from plain SQL.
+
+The ecosystem review's dbt caveat ("receipts are stored only by Python rms_duck.pack(), so
+dbt gets bundles but no hash chain") as a regression test, on a registered connection.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import rms_duck
+
+GROUPS = """
+    SELECT * FROM (VALUES
+        ('heron', 'h1', 0.9, 'The Heron cut-over moved to 2026-12-19.'),
+        ('heron', 'h2', 0.6, 'Rollback keeps the old cluster read-only.'),
+        ('billing', 'b1', 0.8, 'Billing exports run nightly at 02:00 UTC.')
+    ) AS t(q, id, score, content)
+"""
+
+
+def test_rms_store_from_sql_stores_verifiable_replayable_bundles(con):
+    stored = con.execute(f"""
+        SELECT q, rms_store(list({{'id': id, 'score': score, 'content': content}}), 300,
+                            config := {{'context_format': 'compact'}},
+                            namespace := 'sql-job', session_id := 'nightly') AS receipt_id
+        FROM ({GROUPS}) GROUP BY q ORDER BY q""").fetchall()
+    assert [q for q, _ in stored] == ["billing", "heron"]
+    rows = con.execute("""
+        SELECT r.chain_namespace, r.seq, b.session_id, b.context_format, b.included_count
+        FROM rms_receipts AS r JOIN rms_bundles AS b USING (bundle_id) ORDER BY r.seq""").fetchall()
+    assert rows == [("sql-job", 1, "nightly", "compact", 1),
+                    ("sql-job", 2, "nightly", "compact", 2)]
+    assert con.execute("SELECT * FROM rms_verify_receipts()").fetchall() == []
+    assert rms_duck.verify_receipts(con) == []
+    for _, receipt_id in stored:
+        assert rms_duck.replay(con, receipt_id).identical
+
+
+def test_rms_store_gives_the_bundle_pack_context_gives(con):
+    packed = con.execute(f"""
+        SELECT q, pack_context(list({{'id': id, 'score': score, 'content': content}}), 300)
+                  .context_sha256
+        FROM ({GROUPS}) GROUP BY q ORDER BY q""").fetchall()
+    stored = con.execute(f"""
+        SELECT q, rms_store(list({{'id': id, 'score': score, 'content': content}}), 300)
+        FROM ({GROUPS}) GROUP BY q ORDER BY q""").fetchall()
+    for (q, sha), (_, receipt_id) in zip(packed, stored, strict=True):
+        assert con.execute("SELECT context_sha256 FROM rms_receipts WHERE receipt_id = ?",
+                           [receipt_id]).fetchall() == [(sha,)], q
+
+
+def test_rms_store_rejects_bad_candidates_and_stores_nothing(con):
+    with pytest.raises(duckdb.Error, match="CandidateError: .*score"):
+        con.execute("SELECT rms_store([{'id': 'a', 'score': 7, 'content': 'x'}], 300)").fetchall()
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+def test_rms_store_on_a_read_only_file_says_what_to_do(tmp_path):
+    path = str(tmp_path / "ro.duckdb")
+    rms_duck.connect(path).close()
+    ro = rms_duck.connect(path, read_only=True)
+    try:
+        with pytest.raises(duckdb.Error, match="open the database writable, or use "
+                                               r"pack_context\(\)"):
+            ro.execute("SELECT rms_store([{'id': 'a', 'score': 0.5, 'content': 'x'}], 300)"
+                       ).fetchall()
+    finally:
+        ro.close()
