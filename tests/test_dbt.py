@@ -19,6 +19,7 @@ pytest.importorskip("dbt.adapters.duckdb")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dbt"
 
 
+@pytest.mark.slow
 def test_dbt_run_packs_and_stores_bundles_with_receipts(tmp_path):
     project = tmp_path / "project"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("target", "logs", "*.duckdb*"))

@@ -39,6 +39,7 @@ async def _session(db: str) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_mcp_client_packs_explains_verifies_and_replays(tmp_path):
     import rms_duck
 

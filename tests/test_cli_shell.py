@@ -1,0 +1,110 @@
+"""The shell: --version, `rms-duck pack` over stdin/stdout, closed pipes, progress bars.
+
+Each command runs as a real subprocess, the way a shell or a non-Python agent calls it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+import rms_duck
+from rms_duck.evaluation.report import ProgressBar
+
+LINES = "\n".join(json.dumps(row) for row in [
+    {"id": "n1", "score": 0.9, "content": "The Heron cut-over moved to 2026-12-19."},
+    {"id": "n2", "score": 0.4, "content": "Rollback keeps the old cluster read-only.",
+     "speaker": "Maya", "event_time": "2026-11-30T09:00:00Z"},
+    {"id": "n3", "score": 0.05, "content": "Lunch is at noon."},
+]) + "\n"
+
+
+def rms(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rms_duck", *args], input=stdin,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_version():
+    done = rms("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"rms-duck {rms_duck.__version__}"
+
+
+def test_pack_reads_json_lines_and_prints_one_bundle():
+    done = rms("pack", "--budget", "300", "--config", '{"min_score": 0.1}', stdin=LINES)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1
+    bundle = json.loads(lines[0])
+    for key in ("context", "tokens_used", "included", "excluded", "flags"):
+        assert key in bundle
+    expected = rms_duck.pack_candidates([json.loads(x) for x in LINES.splitlines()],
+                                        budget=300, config={"min_score": 0.1})
+    assert bundle["context"] == expected.context
+    assert bundle["excluded"] == [{"id": "n3", "reason": "BELOW_MIN_SCORE", "score": 0.05,
+                                   "tier": None}]
+    assert bundle["receipt_id"] is None
+
+
+def test_pack_with_db_stores_and_no_store_does_not(tmp_path):
+    db = str(tmp_path / "cli.duckdb")
+    stored = json.loads(rms("pack", "--budget", "300", "--db", db, "--namespace", "cli",
+                            stdin=LINES).stdout)
+    skipped = json.loads(rms("pack", "--budget", "300", "--db", db, "--no-store",
+                             stdin=LINES).stdout)
+    assert stored["receipt_id"] and skipped["receipt_id"] is None
+    assert stored["context_sha256"] == skipped["context_sha256"]
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT chain_namespace, seq FROM rms_receipts").fetchall() == [
+            ("cli", 1)]
+        assert con.execute("SELECT * FROM rms_verify_receipts()").fetchall() == []
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("stdin, message", [
+    ('{"id": "a", "score": 0.5, "content": "x"}\nnot json\n', "stdin line 2 is not JSON"),
+    ('[1, 2]\n', "stdin line 1 must be a JSON object"),
+    ('{"id": "a", "score": 5, "content": "x"}\n', "field 'score' must be a number in [0, 1]"),
+])
+def test_pack_bad_input_exits_1_with_the_fix(stdin, message):
+    done = rms("pack", "--budget", "300", stdin=stdin)
+    assert done.returncode == 1 and done.stdout == ""
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_empty_stdin_gives_an_empty_bundle_that_says_why():
+    bundle = json.loads(rms("pack", "--budget", "300", stdin="").stdout)
+    assert bundle["context"] == "" and bundle["flags"] == ["NO_CANDIDATES"]
+    assert "no candidates" in bundle["warnings"][0]
+
+
+def test_a_closed_pipe_ends_quietly():
+    big = "\n".join(json.dumps({"id": f"n{i}", "score": 0.5, "content": f"record {i} " * 40})
+                    for i in range(400))
+    proc = subprocess.Popen([sys.executable, "-m", "rms_duck", "pack", "--budget", "40000"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # `| head -0`: the reader is gone before the bundle is written
+    _, err = proc.communicate(big.encode(), timeout=300)
+    assert proc.returncode == 141
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+def test_progress_bar_draws_only_on_a_terminal():
+    piped = io.StringIO()
+    ProgressBar("eval", stream=piped)(3, 10)
+    assert piped.getvalue() == ""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Terminal()
+    ProgressBar("eval", stream=tty)(10, 10)
+    assert tty.getvalue().startswith("\reval [") and tty.getvalue().endswith("10/10\n")
