@@ -125,3 +125,15 @@ def test_a_temp_query_inside_an_open_transaction_says_what_to_do(mcon):
             rms_duck.pack(mcon, "SELECT * FROM busy", budget=400, store=False)
     finally:
         mcon.execute("ROLLBACK")
+
+
+def test_storing_on_a_read_only_file_suggests_store_false(tmp_path):
+    path = str(tmp_path / "ro.duckdb")
+    rms_duck.connect(path).close()
+    ro = rms_duck.connect(path, read_only=True)
+    try:
+        with pytest.raises(rms_duck.RmsError, match="open read-only; pass store=False"):
+            rms_duck.pack(ro, pa.Table.from_pylist(ROWS), budget=400)
+        assert rms_duck.pack(ro, pd.DataFrame(ROWS), budget=400, store=False).included
+    finally:
+        ro.close()

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from ..bundle import MemoryBundle
 from ..duck.api import pack
 from ..duck.connection import connect
+from ..duck.ranking import refresh_index
 from .tokenizer_options import add_tokenizer_arguments, tokenizer_config
 
 NODE_COLUMNS = (
@@ -63,6 +64,7 @@ def run_demo(db: str, *, budget: int = 4096, context_format: str = "reader",
     con = connect(db)
     try:
         added = load_memory(con, data)
+        refresh_index(con)  # so rms_candidates() works on the file the demo leaves behind
         config = {"context_format": context_format, "query": data["question"],
                   "reference_time": data["reference_time"], **(tokenizer or {})}
         bundle = pack(con, ranking, budget=budget, config=config,

@@ -13,7 +13,7 @@ from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..columnar import intake
 from ..config import PackingConfig, parse_config
-from ..errors import QueryRejectedError
+from ..errors import QueryRejectedError, ReceiptError
 from ..packing.pipeline import pack_candidates
 from .arrowin import arrow_table
 from .cursors import cursor
@@ -76,8 +76,15 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
     bundle = pack_candidates(validated, budget=budget, config=config, counter=counter)
     if not store:
         return bundle
-    stored = store_bundle(con, bundle, validated, namespace=namespace, session_id=session_id,
-                          query=query)
+    try:
+        stored = store_bundle(con, bundle, validated, namespace=namespace,
+                              session_id=session_id, query=query)
+    except duckdb.InvalidInputException as exc:
+        if "read-only" not in str(exc):
+            raise
+        raise ReceiptError(
+            "cannot store the bundle: the database is open read-only; pass store=False to "
+            "pack without storing, or open it with rms_duck.connect(path)") from None
     if counter is not None:
         _persist_costs(con, counter)
     return replace(bundle, receipt_id=stored.receipt_id)
