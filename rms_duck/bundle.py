@@ -158,3 +158,8 @@ class MemoryBundle:
             raise ContextRefError(
                 f"unknown context reference {ref!r}.{hint} Known: {', '.join(known) or 'none'}"
             ) from None
+
+
+def _markdown_text(text: str) -> str:
+    """Text shown literally in Markdown: its markup characters backslash-escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>])", r"\\\1", text)

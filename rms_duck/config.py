@@ -99,10 +99,17 @@ class PackingConfig:
         return Level(self.min_fidelity)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values, every field present: what a receipt records."""
+        """Plain JSON-ready values, every field present: what a receipt records.
+
+        Fields added after receipt_version 1 appear only when set, so a receipt that does
+        not use them keeps its version-1 bytes (a missing field replays as its default).
+        """
         out = asdict(self)
         # In UTC, so equal instants give equal receipts whatever the caller's offset.
         out["reference_time"] = iso(self.reference_time)
+        for name, default in _ADDED_AFTER_V1.items():
+            if out[name] == default:
+                del out[name]
         return out
 
     def with_changes(self, **changes: Any) -> PackingConfig:
@@ -110,6 +117,7 @@ class PackingConfig:
 
 
 FIELD_NAMES = tuple(f.name for f in fields(PackingConfig))
+_ADDED_AFTER_V1 = {"min_score": 0.0}
 
 
 def _resolve_encoding(config: PackingConfig) -> None:

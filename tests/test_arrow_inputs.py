@@ -16,6 +16,7 @@ import pytest
 
 import rms_duck
 from rms_duck.duck.api import _run_read_only
+from rms_duck.duck.types import bundle_row
 from rms_duck.errors import QueryRejectedError
 
 ROWS = [
@@ -50,8 +51,8 @@ def mcon():
 
 @pytest.fixture(scope="module")
 def expected(mcon):
-    return rms_duck.pack(mcon, pa.Table.from_pylist(ROWS), budget=400, config=CONFIG,
-                         store=False).to_row()
+    return bundle_row(rms_duck.pack(mcon, pa.Table.from_pylist(ROWS), budget=400,
+                                    config=CONFIG, store=False))
 
 
 @pytest.mark.parametrize("kind", ["pandas", "polars", "relation", "capsule", "batch", "reader"])
@@ -66,7 +67,7 @@ def test_every_arrow_capable_input_gives_the_arrow_bundle(mcon, expected, kind):
         "reader": lambda: pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
     }[kind]()
     bundle = rms_duck.pack(mcon, data, budget=400, config=CONFIG, store=False)
-    assert bundle.to_row() == expected
+    assert bundle_row(bundle) == expected
     assert len(bundle.included) == 3
 
 
@@ -83,7 +84,7 @@ def test_ranking_query_reads_a_registered_dataframe(mcon, expected):
                                store=False)
     finally:
         mcon.unregister("cands_pd")
-    assert bundle.to_row() == expected
+    assert bundle_row(bundle) == expected
 
 
 def test_ranking_query_reads_temp_tables_and_views(mcon, expected):
@@ -94,7 +95,7 @@ def test_ranking_query_reads_temp_tables_and_views(mcon, expected):
     for sql in ("SELECT * FROM tmp_cands", "SELECT v.* FROM tmp_view AS v",
                 "WITH c AS (SELECT * FROM temp.main.tmp_cands) SELECT * FROM c"):
         bundle = rms_duck.pack(mcon, sql, budget=400, config=CONFIG, store=False)
-        assert bundle.to_row() == expected, sql
+        assert bundle_row(bundle) == expected, sql
     stored = rms_duck.pack(mcon, "SELECT * FROM tmp_cands", budget=400, config=CONFIG)
     assert stored.receipt_id is not None
 

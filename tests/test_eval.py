@@ -95,7 +95,7 @@ def test_cli_small_run_is_deterministic(tmp_path, capsys):
         assert main([*args, "--json", str(path)]) == 0
         outputs.append(json.loads(path.read_text(encoding="utf-8")))
     captured = capsys.readouterr()
-    assert "eval [" in captured.err and "5/5" in captured.err
+    assert "eval [" not in captured.err  # progress bars only on a terminal
     assert "budget  ordering" in captured.out and "budget_fraction" in captured.out
     first, second = outputs
     assert first["results"] == second["results"] and first["ranking"] == second["ranking"]

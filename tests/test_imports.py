@@ -21,7 +21,7 @@ LAYERS = [
     {"dask"},
     {"duck"},
     {"audit", "evaluation"},
-    {"cli"},
+    {"cli", "dbt", "mcpserver"},  # entry points: the shell, dbt-duckdb, MCP agents
     {"bench"},
 ]
 LAYER_OF = {name: i for i, layer in enumerate(LAYERS) for name in layer}

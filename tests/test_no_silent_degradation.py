@@ -11,6 +11,7 @@ import pytest
 
 import rms_duck
 from rms_duck.cli.demo import examples_dir, load_memory
+from rms_duck.duck.types import bundle_row
 from rms_duck.errors import ConfigError
 
 QUESTION = "When is the Heron cut-over?"
@@ -31,7 +32,7 @@ def test_a_200_token_budget_with_dates_and_speakers_says_nothing_fit():
     assert warning.startswith("none of 17 candidates was packed (17 BUDGET_EXHAUSTED)")
     assert "100 tokens were available (budget 200 minus overhead_tokens 100)" in warning
     assert "raise the budget or lower overhead_tokens" in warning
-    assert bundle.to_row()["warnings"] == [warning]
+    assert bundle_row(bundle)["warnings"] == [warning]
 
 
 def test_warnings_reach_sql_and_the_stored_flags(con):
@@ -115,3 +116,15 @@ def test_replay_names_the_tables_it_does_not_track(con):
     ranked = rms_duck.pack(con, "SELECT CAST(id AS VARCHAR) AS id, 0.5 AS score, content "
                                 "FROM rms_nodes", budget=300)
     assert rms_duck.replay(con, ranked.receipt_id).untracked_tables == ()
+
+
+def test_min_score_is_recorded_only_when_set_and_replays(con):
+    plain = rms_duck.pack_candidates(_notes(4), budget=400)
+    assert "min_score" not in json.loads(plain.receipt)["config"]  # version-1 bytes kept
+    import pyarrow as pa
+
+    stored = rms_duck.pack(con, pa.Table.from_pylist(_notes(4)), budget=400,
+                           config={"min_score": 0.5})
+    assert json.loads(stored.receipt)["config"]["min_score"] == 0.5
+    result = rms_duck.replay(con, stored.receipt_id)
+    assert result.identical and result.same_decisions

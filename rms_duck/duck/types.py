@@ -24,7 +24,6 @@ BUNDLE_ARROW_TYPE = pa.struct([
     ("conflicts", pa.list_(pa.list_(pa.string()))),
     ("flags", pa.list_(pa.string())),
     ("warnings", pa.list_(pa.string())),
-    ("warnings", pa.list_(pa.string())),
     ("context_references", pa.list_(pa.struct([("ref", pa.string()), ("id", pa.string())]))),
     ("context_guidance", pa.string()),
     ("context_sha256", pa.string()),
