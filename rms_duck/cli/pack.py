@@ -37,7 +37,7 @@ def read_candidates(stream: TextIO) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise CandidateError(
                 f"stdin line {number} is not JSON ({exc.msg} at column {exc.pos + 1}): "
                 f"{line.strip()[:80]!r}; write one candidate object per line, for example "

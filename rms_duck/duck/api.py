@@ -119,7 +119,7 @@ def connection_local_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
         "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'temp' "
         "UNION ALL SELECT schema_name, view_name FROM duckdb_views() "
         "WHERE database_name = 'temp' AND NOT internal").fetchall()
-    names = set()
+    names: set[str] = set()
     for schema, name in rows:
         names.update((name.lower(), f"{schema.lower()}.{name.lower()}",
                       f"temp.{schema.lower()}.{name.lower()}"))

@@ -52,8 +52,9 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
         if "rms_store_udf" in present:
             con.remove_function("rms_store_udf")
         # It writes (a bundle and a receipt per row), so DuckDB must never fold or skip it.
-        con.create_function("rms_store_udf", store_udf(con), list(STORE_PARAMETERS), "VARCHAR",
-                            type="arrow", null_handling="special", side_effects=True)
+        con.create_function("rms_store_udf", store_udf(con),  # type: ignore[call-overload]
+                            list(STORE_PARAMETERS), "VARCHAR", type="arrow",
+                            null_handling="special", side_effects=True)
     install_macros(con)
     return con
 

@@ -71,7 +71,7 @@ class CheckedQuery:
     sqlglot_version: str
     tables: tuple[str, ...] = ()  # the tables and views it reads (lower case, as written)
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, object]:
         return {"sql": self.canonical, "fingerprint": self.fingerprint, "dialect": self.dialect,
                 "sqlglot_version": self.sqlglot_version, "tables": list(self.tables)}
 
@@ -113,7 +113,7 @@ def check_query(sql: str, dialect: str = "duckdb", *,
                         tables_read(tree))
 
 
-def tables_read(tree: exp.Expression) -> tuple[str, ...]:
+def tables_read(tree: exp.Expr) -> tuple[str, ...]:
     """The tables and views a query names in FROM and JOIN, CTEs left out, sorted."""
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     names = set()

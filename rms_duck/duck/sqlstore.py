@@ -40,7 +40,8 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
             config = parsed.get(raw)
             if config is None:
                 config = parsed[raw] = parse_config(raw)
-            validated = to_candidates(rows or [])
+            # A NULL struct in the list reaches to_candidates, which names it.
+            validated = to_candidates(rows or [])  # type: ignore[arg-type]
             bundle = pack_candidates(validated, budget=budget, config=config)
             try:
                 stored = store_bundle(con, bundle, validated, namespace=namespace,

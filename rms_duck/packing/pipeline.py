@@ -99,7 +99,8 @@ def split_min_score(pool: list[Candidate],
     """(kept, below): candidates scoring under config.min_score, pins and active tasks aside."""
     if config.min_score <= 0:
         return pool, []
-    kept, below = [], []
+    kept: list[Candidate] = []
+    below: list[Candidate] = []
     for c in pool:
         low = c.score < config.min_score and not (c.is_pinned or c.is_active_task)
         (below if low else kept).append(c)
