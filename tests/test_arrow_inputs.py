@@ -138,3 +138,13 @@ def test_storing_on_a_read_only_file_suggests_store_false(tmp_path):
         assert rms_duck.pack(ro, pd.DataFrame(ROWS), budget=400, store=False).included
     finally:
         ro.close()
+
+
+def test_an_unregistered_dataframe_name_is_rejected_with_the_fix(mcon):
+    # newcomer review #16: the message read "...; name an existing table, view or CTE is
+    # not allowed in ..."
+    with pytest.raises(QueryRejectedError) as caught:
+        rms_duck.pack(mcon, "SELECT * FROM pdf", budget=400)
+    message = str(caught.value)
+    assert "'pdf' in 'SELECT * FROM pdf' is not a table, view or CTE" in message
+    assert "con.register(name, dataframe)" in message and "is not allowed in" not in message

@@ -46,6 +46,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
 
     Raises:
         QueryRejectedError, CandidateError, ConfigError: nothing is stored.
+        ReceiptError: store=True on a read-only database (pass store=False).
     """
     config = parse_config(config)
     query = None

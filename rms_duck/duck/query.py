@@ -197,8 +197,11 @@ def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
         raise _reject(f"a file or URL in FROM ({node.sql()})", sql)
     if tables is not None and dotted.lower() not in tables and not (
             len(parts) == 1 and dotted.lower() in ctes):
-        raise _reject(f"the unknown table {dotted} (an unknown name in FROM is read as a "
-                      "file); name an existing table, view or CTE", sql)
+        raise QueryRejectedError(
+            f"ranking query rejected: {dotted!r} in {_show(sql)} is not a table, view or CTE "
+            "of this database (DuckDB would read an unknown name as a file or a Python "
+            "variable); create or register it first (con.register(name, dataframe)), or "
+            "pass the DataFrame itself: rms_duck.pack(con, dataframe, budget=...)")
 
 
 def _check_table_function(func: exp.Func, sql: str) -> None:
