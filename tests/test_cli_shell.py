@@ -84,9 +84,10 @@ def test_empty_stdin_gives_an_empty_bundle_that_says_why():
     assert "no candidates" in bundle["warnings"][0]
 
 
-def test_a_closed_pipe_ends_quietly():
+@pytest.mark.parametrize("records", [1, 400])  # flushed at the end, or while writing
+def test_a_closed_pipe_ends_quietly(records):
     big = "\n".join(json.dumps({"id": f"n{i}", "score": 0.5, "content": f"record {i} " * 40})
-                    for i in range(400))
+                    for i in range(records))
     proc = subprocess.Popen([sys.executable, "-m", "rms_duck", "pack", "--budget", "40000"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)

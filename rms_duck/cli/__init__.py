@@ -42,7 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command not in modules:
         parser.error(f"command {args.command!r} is not available in this build")
     try:
-        return int(modules[args.command].run(args) or 0)
+        code = int(modules[args.command].run(args) or 0)
+        sys.stdout.flush()  # here, not at exit, so a closed pipe is caught below
+        return code
     except RmsError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
