@@ -105,3 +105,30 @@ def test_read_only_file_with_old_macros_gets_current_temp_copies(db):
         assert [r[0] for r in ro.execute("SELECT identical FROM rms_replay()").fetchall()] == [True]
     finally:
         ro.close()
+
+
+def test_rms_duck_never_runs_a_macro_body_stored_in_the_file(db):
+    """A file whose stored rms_candidates reads a file, with a forged 'current' digest row:
+    rms_duck's connections and cursors run the shipped SQL, which shadows it."""
+    path, _ = db
+    plain = duckdb.connect(path)
+    plain.execute("CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50, "
+                  "query_embedding := NULL, weights := NULL, ngram_min := 0.2, "
+                  "stale_ok := false) AS TABLE SELECT 'forged' AS id, 1.0 AS score, "
+                  "'stolen' AS content")
+    plain.execute("CREATE OR REPLACE MACRO rms_verify_receipts() AS TABLE SELECT 1 AS x "
+                  "WHERE false")
+    plain.execute("UPDATE rms_bundles SET context = context || 'x'")  # a real problem
+    plain.close()
+    con = rms_duck.connect(path)
+    try:
+        assert con.execute("SELECT sql_sha256 FROM rms_schema_version WHERE version = ?",
+                           [MACROS_VERSION]).fetchall() == [(persistent_digest(),)]
+        bundle = rms_duck.pack(con, "SELECT * FROM rms_candidates('Heron cut-over', 'team')",
+                               budget=400, store=False)
+        assert "forged" not in bundle.included_ids and "stolen" not in bundle.context
+        problems = {r[0] for r in con.execute("SELECT problem FROM rms_verify_receipts()"
+                                              ).fetchall()}
+        assert "CONTEXT_MISMATCH" in problems
+    finally:
+        con.close()

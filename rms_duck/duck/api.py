@@ -134,8 +134,9 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
     It runs on a cursor of its own (thread-safe, no clash with the caller's transaction)
     unless it reads the connection's TEMP objects, which a cursor cannot see.
     """
-    # The UDF-backed macros are TEMP: a cursor needs its own copy when the query calls one.
-    cur = con if on_connection else cursor(con, macros=bool(_PYTHON_MACRO.search(sql)))
+    # A cursor sees only the macros stored in the file; give it the shipped SQL as TEMP
+    # copies when the query calls one (the stored bodies are not trusted).
+    cur = con if on_connection else cursor(con, macros=bool(_RMS_CALL.search(sql)))
     try:
         try:
             cur.execute("BEGIN TRANSACTION READ ONLY")
@@ -154,5 +155,4 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
             cur.close()
 
 
-_PYTHON_MACRO = re.compile(r"\b(rms_token_count|rms_token_estimate|rms_replay)\s*\(",
-                           re.IGNORECASE)
+_RMS_CALL = re.compile(r"\b(rms_\w+|pack_context)\s*\(", re.IGNORECASE)

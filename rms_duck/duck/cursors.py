@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import duckdb
 
-from .macros import install_python_macros
+from .macros import install_temp_macros
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Create the TEMP macros on `con` (TEMP objects are per connection/cursor): the
-    Python-backed ones, plus the pure-SQL ones when the database lacks current copies."""
-    return install_python_macros(con)
+    """Create the TEMP macros on `con` (TEMP objects are per connection/cursor): the shipped
+    SQL, shadowing the copies stored in the file, and the Python-backed ones."""
+    return install_temp_macros(con)
 
 
 def utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -8,8 +8,10 @@ them when the package's SQL differs. The Python-backed macros (pack_context, rms
 are persistent stubs that raise "call rms_duck.register(con)" (sql/python_stubs.sql), shadowed
 on a registered connection by TEMP macros over the UDFs (sql/python_macros.sql).
 
-The stored macros are a convenience: anyone who can write the file can change them, so
-rms_duck's own verify and replay never rely on them.
+The stored macros are a convenience for other clients: anyone who can write the file can
+change them (and the digest row beside them). So every connection or cursor rms_duck prepares
+gets TEMP copies of the shipped SQL, which shadow the stored ones: rms_duck itself never runs
+a macro body read from the file.
 """
 
 from __future__ import annotations
@@ -51,13 +53,11 @@ def install_persistent_macros(con: duckdb.DuckDBPyConnection) -> None:
                 "VALUES (?, current_timestamp, ?)", [MACROS_VERSION, persistent_digest()])
 
 
-def install_python_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Create the TEMP macros on `con` (a connection or cursor): the Python-backed ones, and
-    TEMP copies of the pure-SQL ones when the database has no current persistent copies
-    (a read-only or older file)."""
-    if not persistent_current(con):
-        for name in _PURE_FILES:
-            con.execute(temp_sql(name))
+def install_temp_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Create the TEMP macros on `con` (a connection or cursor): copies of the shipped
+    pure-SQL macros, which shadow whatever the file stores, and the Python-backed ones."""
+    for name in _PURE_FILES:
+        con.execute(temp_sql(name))
     con.execute(read_sql("python_macros.sql"))
     return con
 
