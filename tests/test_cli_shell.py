@@ -50,6 +50,7 @@ def test_pack_reads_json_lines_and_prints_one_bundle():
     assert bundle["receipt_id"] is None
 
 
+@pytest.mark.slow
 def test_pack_with_db_stores_and_no_store_does_not(tmp_path):
     db = str(tmp_path / "cli.duckdb")
     stored = json.loads(rms("pack", "--budget", "300", "--db", db, "--namespace", "cli",
@@ -84,6 +85,7 @@ def test_empty_stdin_gives_an_empty_bundle_that_says_why():
     assert "no candidates" in bundle["warnings"][0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("records", [1, 400])  # flushed at the end, or while writing
 def test_a_closed_pipe_ends_quietly(records):
     big = "\n".join(json.dumps({"id": f"n{i}", "score": 0.5, "content": f"record {i} " * 40})
