@@ -34,7 +34,3 @@ def arrow_table(data: Any) -> pa.Table:
         f"{type(data).__name__}; for Python rows pass pa.Table.from_pylist(rows) or call "
         "rms_duck.pack_candidates(rows, budget=...)")
 
-
-def arrow_rows(data: Any) -> list[dict[str, Any]]:
-    """The candidate rows of an Arrow-capable table, as dicts."""
-    return arrow_table(data).to_pylist()
