@@ -88,9 +88,9 @@ class LineCosts:
 def _read(path: str, size: int, mtime_ns: int, encoding: str) -> LineCosts:
     import pyarrow.parquet as pq
 
+    key = encoding_key(encoding)  # an unknown encoding raises its own error
     try:
-        table = pq.read_table(path, columns=list(COLUMNS),
-                              filters=[("encoding", "==", encoding_key(encoding))])
+        table = pq.read_table(path, columns=list(COLUMNS), filters=[("encoding", "==", key)])
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
         raise ConfigError(f"line_costs file {path!r} is not a line-cost Parquet file with "
                           f"columns {', '.join(COLUMNS)} ({type(exc).__name__}: {exc}); "
