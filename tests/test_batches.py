@@ -179,7 +179,7 @@ def _nodes_store(con, n: int) -> pa.Table:
     rms_duck.refresh_line_costs(con, processes=1)
     return con.sql(
         "SELECT (row_number() OVER (ORDER BY id)) // 8 AS q, id::VARCHAR AS id, "
-        "0.5 AS score, content, type, namespace_id, epistemic_type, source_type, "
+        "0.5::DOUBLE AS score, content, type, namespace_id, epistemic_type, source_type, "
         "lifecycle_state, confidence, event_time, speaker FROM rms_nodes").to_arrow_table()
 
 
