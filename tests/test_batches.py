@@ -115,6 +115,15 @@ def test_nanosecond_pandas_times_match_microsecond_ones():
         rms_duck.pack_batches(frame, by="g", budget=300)
 
 
+def test_output_schema_is_what_pack_batches_returns(con):
+    from rms_duck.packing.batches import output_schema
+
+    table = bench_candidates(con, 3)
+    for inputs in (False, True):
+        out = rms_duck.pack_batches(table, by="q", budget=512, inputs=inputs)
+        assert out.schema == output_schema([table.schema.field("q")], inputs=inputs)
+
+
 def test_empty_table_gives_an_empty_result_with_the_schema():
     table = pa.Table.from_pylist(rows(1)).append_column("q", pa.array([1])).slice(0, 0)
     out = rms_duck.pack_batches(table, by="q", budget=300, inputs=True)
@@ -235,7 +244,9 @@ def test_store_batches_follows_each_bundles_namespace(con):
     table = pa.Table.from_pylist([{"q": q, **row, "namespace_id": f"ns{q % 2}"}
                                   for q in range(4) for row in rows(2)])
     packed = rms_duck.pack_batches(table, by="q", budget=300, inputs=True)
-    stored = rms_duck.store_batches(con, packed.to_pandas())
+    frame = packed.to_pandas()
+    frame.index = [7, 7, 3, 3]  # as concatenated partitions leave it: never a key
+    stored = rms_duck.store_batches(con, frame)
     assert stored.select(["q", "chain_namespace", "seq"]).to_pylist() == [
         {"q": 0, "chain_namespace": "ns0", "seq": 1}, {"q": 1, "chain_namespace": "ns1", "seq": 1},
         {"q": 2, "chain_namespace": "ns0", "seq": 2}, {"q": 3, "chain_namespace": "ns1", "seq": 2}]

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ..errors import ConfigError, ReceiptError
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_FIELD
+from ..packing.batches import as_table
 from ..receipts import RECEIPT_VERSION, seal_receipt, sha256_text
 from .cursors import cursor
 from .storage import _APPEND_LOCK, _RETRIES, _RETRYABLE, _rollback
@@ -70,7 +71,7 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
         ConfigError: a needed column is missing. ReceiptError: a row's receipt does not
         match its context; nothing of its batch is stored.
     """
-    data = table if isinstance(table, pa.Table) else pa.table(table)
+    data = as_table(table)
     missing = [name for name in _NEEDED if name not in data.column_names]
     if missing:
         fix = ("pack with inputs=True" if missing == ["inputs"]

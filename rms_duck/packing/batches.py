@@ -12,6 +12,7 @@ pack_batches lazily).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,7 +74,7 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
         CandidateError, ConfigError, EncodingUnavailableError: bad input; nothing is packed.
     """
     keys = _key_names(by)
-    data = _as_table(table)
+    data = as_table(table)
     budget = _check_budget(budget)
     config = parse_config(config)
     costs = _line_costs(line_costs, config)
@@ -242,12 +243,16 @@ def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
     return keys
 
 
-def _as_table(table: Any) -> pa.Table:
+def as_table(table: Any) -> pa.Table:
+    """Arrow data of any kind as a pyarrow Table; a pandas index is dropped, never a column."""
     if isinstance(table, pa.Table):
         return table
     if isinstance(table, pa.RecordBatch):
         return pa.Table.from_batches([table])
+    pandas = sys.modules.get("pandas")
     try:
+        if pandas is not None and isinstance(table, pandas.DataFrame):
+            return pa.Table.from_pandas(table, preserve_index=False)
         return pa.table(table)
     except (TypeError, ValueError, pa.ArrowException) as exc:
         raise CandidateError(
