@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .config import PackingConfig, parse_config
-from .errors import MissingExtraError
+from .errors import ConfigError, MissingExtraError
 from .tokens.costfile import LineCosts
 
 __all__ = ["pack_groups"]
@@ -42,11 +42,14 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
     dd, pd = _imports()
     from .packing.batches import _key_names
 
+    if not isinstance(ddf, dd.DataFrame):
+        raise ConfigError(f"ddf must be a dask DataFrame, got {type(ddf).__name__}; wrap it "
+                          "with dd.from_pandas(frame, npartitions=...), or pack it in this "
+                          "process with rms_duck.pack_batches()")
     keys = list(_key_names(by))
     config = parse_config(config)
     missing = [k for k in keys if k not in ddf.columns]
     if missing:
-        from .errors import ConfigError
         raise ConfigError(f"group key column {missing[0]!r} is not in the DataFrame (columns: "
                           f"{', '.join(map(str, ddf.columns))}); pass by= one of those")
     meta = _meta(pd, ddf._meta, keys, inputs)

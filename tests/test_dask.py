@@ -120,6 +120,8 @@ def test_errors_surface_from_the_workers_and_at_once(client):
         pack_groups(ddf, by="group", budget=300)
     with pytest.raises(ConfigError, match="unknown config field"):
         pack_groups(ddf, by="q", budget=300, config={"formatt": "reader"})
+    with pytest.raises(ConfigError, match="ddf must be a dask DataFrame, got DataFrame"):
+        pack_groups(frame, by="q", budget=300)
 
 
 def test_missing_dask_is_named_with_the_extra(monkeypatch):
@@ -133,3 +135,15 @@ def test_two_thousand_groups_match_duckdb(con, client):
     frame, expected = _bench(con, 2_000)
     result = pack_groups(dd.from_pandas(frame, npartitions=8), by="q", budget=512).compute()
     assert _rows(result) == expected
+
+
+@pytest.mark.slow
+def test_the_dask_bench_checks_bytes_and_reports_ratios():
+    from dataclasses import replace
+
+    from rms_duck.bench import daskbench
+
+    figures = daskbench.measure(replace(daskbench.SMOKE, groups=40, partitions=2))
+    assert figures["identical"] and figures["store"]["verified"]
+    assert figures["speedup_2_vs_1"] > 0 and figures["duckdb_vs_dask2"] > 0
+    assert "2 workers vs 1" in daskbench.render(figures)

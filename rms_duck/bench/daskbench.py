@@ -57,6 +57,7 @@ def measure(plan: DaskPlan, *, log: Callable[[str], None] = lambda s: None) -> d
     sql = f"SELECT q, bundle.context FROM ({BULK_PACK_SQL}) ORDER BY q"
     clusters = {}
     times: dict[str, list[float]] = {"duckdb": [], **{f"dask{n}": [] for n in plan.workers}}
+    cpu: dict[str, list[float]] = {name: [] for name in times}
     try:
         for n in plan.workers:
             log(f"starting a LocalCluster of {n} worker process(es)")
@@ -67,15 +68,17 @@ def measure(plan: DaskPlan, *, log: Callable[[str], None] = lambda s: None) -> d
         for rep in range(plan.repeats):
             log(f"repetition {rep + 1} of {plan.repeats}: {plan.groups:,} groups")
             _cold()
-            elapsed, expected = _timed(lambda: con.execute(
-                sql, [plan.budget, plan.groups]).fetchall())
+            (elapsed, expected), used = _cpu_used(lambda: _timed(lambda: con.execute(
+                sql, [plan.budget, plan.groups]).fetchall()))
             times["duckdb"].append(elapsed)
+            cpu["duckdb"].append(used)
             for n, (_, client) in clusters.items():
                 client.run(_cold)
                 with client.as_current():
-                    elapsed, result = _timed(lambda: pack_groups(
+                    (elapsed, result), used = _cpu_used(lambda: _timed(lambda: pack_groups(
                         dd.from_pandas(frame, npartitions=plan.partitions), by="q",
-                        budget=plan.budget).compute())
+                        budget=plan.budget).compute()))
+                cpu[f"dask{n}"].append(used)
                 got = list(zip(result["q"].tolist(), result["context"].tolist(), strict=True))
                 if got != [tuple(row) for row in expected]:
                     raise AssertionError(f"{n} Dask worker(s) packed other bytes than DuckDB")
@@ -87,7 +90,7 @@ def measure(plan: DaskPlan, *, log: Callable[[str], None] = lambda s: None) -> d
             client.close()
             cluster.close()
         con.close()
-    return {**_figures(plan, times), "store": store}
+    return {**_figures(plan, times, cpu), "store": store}
 
 
 def _store(plan: DaskPlan, client, frame) -> dict[str, Any]:
@@ -114,33 +117,41 @@ def _store(plan: DaskPlan, client, frame) -> dict[str, Any]:
             "bundles_per_second": stored.num_rows / elapsed, "verified": True}
 
 
-def _figures(plan: DaskPlan, times: dict[str, list[float]]) -> dict[str, Any]:
+def _figures(plan: DaskPlan, times: dict[str, list[float]],
+             cpu: dict[str, list[float]]) -> dict[str, Any]:
     def ratio(a: str, b: str) -> float:
         return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
 
     one, two = (f"dask{n}" for n in plan.workers[:2])
     return {"plan": asdict(plan), "seconds": {k: statistics.median(v) for k, v in times.items()},
-            "runs": times, "speedup_2_vs_1": ratio(one, two),
+            "runs": times, "cpu_seconds": {k: statistics.median(v) for k, v in cpu.items()},
+            "cores_busy": {k: statistics.median(c / t for c, t in zip(cpu[k], times[k],
+                                                                        strict=True))
+                           for k in times},
+            "speedup_2_vs_1": ratio(one, two),
             "duckdb_vs_dask2": ratio("duckdb", two), "duckdb_vs_dask1": ratio("duckdb", one),
             "load": _load(), "identical": True}
 
 
 def render(figures: dict[str, Any]) -> str:
     p, s = figures["plan"], figures["seconds"]
-    rows = [("one DuckDB GROUP BY (this process)", s["duckdb"], 1.0)]
-    rows += [(f"pack_groups, {n} Dask worker(s)", s[f"dask{n}"], s["duckdb"] / s[f"dask{n}"])
-             for n in p["workers"]]
+    c, busy = figures["cpu_seconds"], figures["cores_busy"]
+    rows = [("one DuckDB GROUP BY (this process)", "duckdb")]
+    rows += [(f"pack_groups, {n} Dask worker(s)", f"dask{n}") for n in p["workers"]]
     lines = [
         f"rms_duck Dask bench: {p['groups']:,} groups x {p['per_bundle']} candidates, budget "
         f"{p['budget']}, {p['partitions']} partitions, {p['repeats']} repetition(s); load "
         f"average {figures['load']}. Every group's context was byte-equal in all three.",
         "",
-        "| run | median s | DuckDB s / this s |",
-        "|---|---:|---:|",
+        "| run | median s | DuckDB s / this s | CPU s (all processes) | cores busy |",
+        "|---|---:|---:|---:|---:|",
     ]
-    lines += [f"| {name} | {sec:.2f} | {r:.2f} |" for name, sec, r in rows]
+    lines += [f"| {name} | {s[k]:.2f} | {s['duckdb'] / s[k]:.2f} | {c[k]:.2f} | {busy[k]:.2f} |"
+              for name, k in rows]
     lines += ["", f"2 workers vs 1 (median of paired ratios): {figures['speedup_2_vs_1']:.2f}x; "
-              f"one DuckDB GROUP BY / 2 workers: {figures['duckdb_vs_dask2']:.2f}x."]
+              f"one DuckDB GROUP BY / 2 workers: {figures['duckdb_vs_dask2']:.2f}x. CPU s: "
+              "this process and all its child processes (cluster, workers, costing pool); "
+              "cores busy: CPU s / wall s, the share of the machine the run got."]
     store = figures.get("store")
     if store:
         lines.append(f"store_batches of those {store['bundles']:,} bundles into one store: "
@@ -175,6 +186,27 @@ def _warm() -> None:
 def _cold() -> None:
     clear_line_cache()
     clear_render_memos()
+
+
+def _cpu_used(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """fn()'s value, and the CPU seconds this process and its live children used meanwhile."""
+    before = _cpu_seconds()
+    value = fn()
+    return value, _cpu_seconds() - before
+
+
+def _cpu_seconds() -> float:
+    import psutil  # a dependency of distributed
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue  # exited meanwhile
+        total += times.user + times.system
+    return total
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
