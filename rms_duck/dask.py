@@ -36,17 +36,19 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
             inside the task graph.
 
     Raises:
-        MissingExtraError: dask is not installed. ConfigError: a bad key or config (at
-        once); candidate errors surface when the result is computed.
+        MissingExtraError: dask is not installed. ConfigError: a bad frame, key, budget or
+        config (at once); candidate errors surface when the result is computed.
     """
     dd, pd = _imports()
     from .packing.batches import _key_names
+    from .packing.pipeline import _check_budget
 
     if not isinstance(ddf, dd.DataFrame):
         raise ConfigError(f"ddf must be a dask DataFrame, got {type(ddf).__name__}; wrap it "
                           "with dd.from_pandas(frame, npartitions=...), or pack it in this "
                           "process with rms_duck.pack_batches()")
     keys = list(_key_names(by))
+    budget = _check_budget(budget)
     config = parse_config(config)
     missing = [k for k in keys if k not in ddf.columns]
     if missing:

@@ -124,6 +124,18 @@ def test_output_schema_is_what_pack_batches_returns(con):
         assert out.schema == output_schema([table.schema.field("q")], inputs=inputs)
 
 
+def test_pandas_nat_times_are_null_times():
+    """Ecosystem review: building LIST<STRUCT> from pandas rows by hand failed on NaT."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(rows(3)).assign(g=1, event_time=pd.to_datetime(
+        ["2024-05-01T10:00:00Z", None, "2024-05-02T10:00:00Z"]))
+    assert frame["event_time"].isna().sum() == 1
+    out = rms_duck.pack_batches(frame, by="g", budget=300)
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    expected = rms_duck.pack_candidates(records, budget=300)
+    assert out.column("context").to_pylist() == [expected.context]
+
+
 def test_empty_table_gives_an_empty_result_with_the_schema():
     table = pa.Table.from_pylist(rows(1)).append_column("q", pa.array([1])).slice(0, 0)
     out = rms_duck.pack_batches(table, by="q", budget=300, inputs=True)

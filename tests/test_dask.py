@@ -120,6 +120,8 @@ def test_errors_surface_from_the_workers_and_at_once(client):
         pack_groups(ddf, by="group", budget=300)
     with pytest.raises(ConfigError, match="unknown config field"):
         pack_groups(ddf, by="q", budget=300, config={"formatt": "reader"})
+    with pytest.raises(ConfigError, match="budget must be a whole number"):
+        pack_groups(ddf, by="q", budget=None)
     with pytest.raises(ConfigError, match="ddf must be a dask DataFrame, got DataFrame"):
         pack_groups(frame, by="q", budget=300)
 
