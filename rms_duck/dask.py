@@ -84,9 +84,9 @@ def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingC
 
 def _meta(pd: Any, rows: Any, keys: list[str], inputs: bool) -> Any:
     """The empty frame Dask needs to know the result's columns and dtypes up front."""
-    from .packing.arrowtype import BUNDLE_ARROW_TYPE, INPUTS_FIELD
+    from .packing.arrowtype import bundle_arrow_type, inputs_field
 
-    fields = list(BUNDLE_ARROW_TYPE) + ([INPUTS_FIELD] if inputs else [])
+    fields = list(bundle_arrow_type()) + ([inputs_field()] if inputs else [])
     columns = {key: pd.Series([], dtype=rows[key].dtype) for key in keys}
     columns.update({f.name: pd.Series([], dtype=pd.ArrowDtype(f.type)) for f in fields})
     return pd.DataFrame(columns)

@@ -286,3 +286,12 @@ def test_import_rms_duck_packing_stays_free_of_pyarrow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_bundle_fields_name_the_arrow_type_and_the_sql_type_in_order():
+    from rms_duck.duck.types import BUNDLE_SQL_TYPE
+    from rms_duck.packing.arrowtype import bundle_arrow_type
+
+    assert BUNDLE_FIELDS == tuple(field.name for field in bundle_arrow_type())
+    assert [BUNDLE_SQL_TYPE.find(f"{name} ") for name in BUNDLE_FIELDS] == sorted(
+        BUNDLE_SQL_TYPE.find(f"{name} ") for name in BUNDLE_FIELDS)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError, ReceiptError
-from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_FIELD
+from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
 from ..receipts import RECEIPT_VERSION, seal_receipt, sha256_text
 from .cursors import cursor
@@ -103,7 +103,7 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
 def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
     if by is None:
         return [n for n in data.column_names
-                if n not in BUNDLE_FIELDS and n != INPUTS_FIELD.name]
+                if n not in BUNDLE_FIELDS and n != INPUTS_COLUMN]
     keys = [by] if isinstance(by, str) else list(by)
     for key in keys:
         if key not in data.column_names:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..packing.arrowtype import BUNDLE_ARROW_TYPE, bundle_row
+from ..packing.arrowtype import bundle_arrow_type, bundle_row
 
 _SQL_NAMES = {pa.string(): "VARCHAR", pa.int32(): "INTEGER", pa.float64(): "DOUBLE",
               pa.bool_(): "BOOLEAN"}
@@ -21,6 +21,7 @@ def sql_type(arrow_type: pa.DataType) -> str:
     return _SQL_NAMES[arrow_type]
 
 
+BUNDLE_ARROW_TYPE = bundle_arrow_type()
 BUNDLE_SQL_TYPE = sql_type(BUNDLE_ARROW_TYPE)
 
 __all__ = ["BUNDLE_ARROW_TYPE", "BUNDLE_SQL_TYPE", "bundle_row", "sql_type"]

@@ -5,8 +5,8 @@ calls it on each vector of a GROUP BY; pack_batches() calls it on the groups of 
 table, as Dask, Spark and Ray workers do. Packing is pure (no clock, no randomness), so the
 same candidates, budget and config give the same bytes on any engine, in any process.
 
-Imports pyarrow, so packing/__init__ does not import this module (rms_duck exports
-pack_batches lazily).
+Like the rest of the core it imports pyarrow only inside its functions, so importing
+rms_duck.packing loads no pyarrow.
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from ..candidates import to_candidates
 from ..columnar import Row, intake
@@ -28,9 +25,12 @@ from ..records import Candidate
 from ..tokens.bulk import default_processes, warm_counter
 from ..tokens.costfile import LineCosts
 from ..tokens.counter import LineCounter
-from .arrowtype import BUNDLE_ARROW_TYPE, BUNDLE_FIELDS, INPUTS_FIELD, bundle_row
+from .arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN, bundle_arrow_type, bundle_row, inputs_field
 from .forecast import frame_lines, likely_lines
 from .pipeline import _check_budget, pack_candidates
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Bundles packed (and turned into Arrow) at a time, so Python holds one slice's rows and
 # bundles at once however many groups a call packs.
@@ -73,6 +73,8 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
     Raises:
         CandidateError, ConfigError, EncodingUnavailableError: bad input; nothing is packed.
     """
+    import pyarrow as pa
+
     keys = _key_names(by)
     data = as_table(table)
     budget = _check_budget(budget)
@@ -90,8 +92,10 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
 def output_schema(key_fields: Sequence[pa.Field], *, inputs: bool = False) -> pa.Schema:
     """The schema pack_batches() returns for these key fields (for engines that need it
     before any data, such as Spark's applyInArrow)."""
-    fields = list(key_fields) + list(BUNDLE_ARROW_TYPE)
-    return pa.schema(fields + [INPUTS_FIELD] if inputs else fields)
+    import pyarrow as pa
+
+    fields = list(key_fields) + list(bundle_arrow_type())
+    return pa.schema(fields + [inputs_field()] if inputs else fields)
 
 
 def group_lists(data: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, pa.Array]:
@@ -99,6 +103,9 @@ def group_lists(data: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, pa.Array
 
     Rows are ordered by key with a stable sort; NULL keys form one group, last.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     order = pc.sort_indices(data, sort_keys=[(k, "ascending", "at_end") for k in keys])
     data = data.take(order)
     starts = _group_starts(data, keys)
@@ -116,7 +123,7 @@ def group_lists(data: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, pa.Array
 def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
                configs: Sequence[Any], *, line_costs: LineCosts | None = None,
                inputs: bool = False, processes: int | None = None) -> pa.StructArray:
-    """One bundle per row of a LIST<STRUCT> candidate column, as BUNDLE_ARROW_TYPE.
+    """One bundle per row of a LIST<STRUCT> candidate column, as bundle_arrow_type().
 
     Packed in slices of SLICE_BUNDLES. Before a slice packs, its candidates are validated,
     the lines it will likely need are looked up in `line_costs` and, when the slice is
@@ -124,10 +131,12 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
     The bundles are the same either way. configs may be PackingConfig objects, JSON text
     or None (the defaults); a bad budget, config or candidate raises in row order.
     """
+    import pyarrow as pa
+
     if isinstance(candidates, pa.Array):
         candidates = pa.chunked_array([candidates])
-    out_type = pa.struct(list(BUNDLE_ARROW_TYPE) + [INPUTS_FIELD]) if inputs \
-        else BUNDLE_ARROW_TYPE
+    out_type = pa.struct(list(bundle_arrow_type()) + [inputs_field()]) if inputs \
+        else bundle_arrow_type()
     parsed: dict[Any, PackingConfig] = {}
     counters: dict[str, LineCounter] = {}
     chunks = []
@@ -236,7 +245,7 @@ def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
     if not keys or not all(isinstance(k, str) and k for k in keys):
         raise ConfigError(f"by must name the group key column(s), got {by!r}; "
                           "for example by='q' or by=['session_id', 'turn']")
-    clash = [k for k in keys if k in BUNDLE_FIELDS or k == INPUTS_FIELD.name]
+    clash = [k for k in keys if k in BUNDLE_FIELDS or k == INPUTS_COLUMN]
     if clash:
         raise ConfigError(f"group key column {clash[0]!r} has the name of a bundle field; "
                           "rename it (for example to 'group_" + clash[0] + "')")
@@ -245,6 +254,8 @@ def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
 
 def as_table(table: Any) -> pa.Table:
     """Arrow data of any kind as a pyarrow Table; a pandas index is dropped, never a column."""
+    import pyarrow as pa
+
     if isinstance(table, pa.Table):
         return table
     if isinstance(table, pa.RecordBatch):
@@ -262,6 +273,8 @@ def as_table(table: Any) -> pa.Table:
 
 
 def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
+    import pyarrow as pa
+
     names = data.column_names
     for key in keys:
         if key not in names:
@@ -278,6 +291,8 @@ def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
 
 def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
     """The first row of each run of equal keys in the sorted table (NULL equals NULL)."""
+    import pyarrow.compute as pc
+
     n = len(data)
     if n == 0:
         return []
@@ -295,6 +310,8 @@ def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
 def _candidate_column(data: pa.Table, name: str) -> pa.Array:
     """The column as the candidate reads it: nanosecond times (pandas) become microseconds,
     the precision of the SQL path, and refuse to lose digits."""
+    import pyarrow as pa
+
     column = data.column(name).combine_chunks()
     kind = column.type
     if pa.types.is_timestamp(kind) and kind.unit == "ns":
