@@ -178,9 +178,9 @@ def _warm() -> None:
     """On each worker (and here): load the encoding and the packing modules once, outside
     the timings, as a long-running cluster would have."""
     from ..packing import batches  # noqa: F401
-    from ..tokens.encodings import get_encoding
+    from ..tokens.encodings import DEFAULT_ENCODING, get_encoding
 
-    get_encoding("cl100k_base")
+    get_encoding(DEFAULT_ENCODING)
 
 
 def _cold() -> None:
