@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # The bundle's fields, in order (a test holds this to bundle_arrow_type()).
 BUNDLE_FIELDS = ("context", "tokens_used", "context_budget", "included", "excluded",
-                 "conflicts", "flags", "context_references", "context_guidance",
+                 "conflicts", "flags", "warnings", "context_references", "context_guidance",
                  "context_sha256", "receipt")
 # The column pack_batches(inputs=True) adds: the validated candidates as canonical JSON,
 # which rms_bundles.inputs stores and replay re-packs.
@@ -45,6 +45,7 @@ def bundle_arrow_type() -> pa.StructType:
         ]))),
         ("conflicts", pa.list_(pa.list_(pa.string()))),
         ("flags", pa.list_(pa.string())),
+        ("warnings", pa.list_(pa.string())),
         ("context_references", pa.list_(pa.struct([("ref", pa.string()), ("id", pa.string())]))),
         ("context_guidance", pa.string()),
         ("context_sha256", pa.string()),
@@ -77,6 +78,7 @@ def bundle_row(bundle: MemoryBundle) -> dict[str, Any]:
         ],
         "conflicts": [list(pair) for pair in bundle.conflicts],
         "flags": list(bundle.flags),
+        "warnings": list(bundle.warnings),
         "context_references": [{"ref": k, "id": v} for k, v in bundle.context_references.items()],
         "context_guidance": bundle.context_guidance,
         "context_sha256": bundle.context_sha256,
