@@ -22,11 +22,15 @@ _EXPORTS = {
     "available_encodings": "rms_duck.tokens.encodings",
     "encoding_for_model": "rms_duck.tokens.models",
     "pack_candidates": "rms_duck.packing.pipeline",
+    "pack_batches": "rms_duck.packing.batches",
+    "LineCosts": "rms_duck.tokens.costfile",
     "connect": "rms_duck.duck.connection",
     "register": "rms_duck.duck.connection",
     "pack": "rms_duck.duck.api",
     "refresh_index": "rms_duck.duck.ranking",
     "refresh_line_costs": "rms_duck.duck.linecosts",
+    "export_line_costs": "rms_duck.duck.linecosts",
+    "store_batches": "rms_duck.duck.batchstore",
     "refresh_token_estimates": "rms_duck.duck.organiser",
     "replay": "rms_duck.audit.replay",
     "verify_receipts": "rms_duck.audit.verify",
@@ -40,13 +44,17 @@ if TYPE_CHECKING:
     from .bundle import MemoryBundle as MemoryBundle
     from .config import PackingConfig as PackingConfig
     from .duck.api import pack as pack
+    from .duck.batchstore import store_batches as store_batches
     from .duck.connection import connect as connect
     from .duck.connection import register as register
+    from .duck.linecosts import export_line_costs as export_line_costs
     from .duck.linecosts import refresh_line_costs as refresh_line_costs
     from .duck.organiser import refresh_token_estimates as refresh_token_estimates
     from .duck.ranking import refresh_index as refresh_index
     from .errors import RmsError as RmsError
+    from .packing.batches import pack_batches as pack_batches
     from .packing.pipeline import pack_candidates as pack_candidates
+    from .tokens.costfile import LineCosts as LineCosts
     from .tokens.counter import count_tokens as count_tokens
     from .tokens.encodings import available_encodings as available_encodings
     from .tokens.encodings import register_bpe_file as register_bpe_file

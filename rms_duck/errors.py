@@ -38,3 +38,7 @@ def did_you_mean(value: object, choices: Iterable[str]) -> str:
     """Return ' Did you mean 'x'?' for the closest choice, or ''."""
     close = difflib.get_close_matches(str(value), list(choices), n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+class MissingExtraError(RmsError, ImportError):
+    """An optional integration's package (an extra such as rms-duck[dask]) is not installed."""

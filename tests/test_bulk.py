@@ -13,6 +13,7 @@ from rms_duck.candidates import to_candidate
 from rms_duck.duck import udfs
 from rms_duck.formats import FORMATS, RecordView
 from rms_duck.formats.base import clear_render_memos
+from rms_duck.packing import batches
 from rms_duck.records import Level
 from rms_duck.tokens import bulk
 from rms_duck.tokens.counter import LineCounter, clear_line_cache, word_runs
@@ -121,8 +122,8 @@ def test_bulk_statement_with_batch_costing_gives_the_same_bundles(con, enc, monk
     lazily = _bulk_rows(con, 300, 6)
     clear_line_cache()
     clear_render_memos()
-    monkeypatch.setattr(udfs, "BATCH_THRESHOLD_CHARS", 0)
-    monkeypatch.setattr(udfs, "default_processes", lambda: 2)
+    monkeypatch.setattr(batches, "BATCH_THRESHOLD_CHARS", 0)
+    monkeypatch.setattr(batches, "default_processes", lambda: 2)
     monkeypatch.setattr(bulk, "DEFAULT_THRESHOLD_CHARS", 0)
     pooled = []
     real = bulk._cost_in_pool
@@ -135,8 +136,8 @@ def test_bulk_statement_with_batch_costing_gives_the_same_bundles(con, enc, monk
 
 
 def test_bulk_batch_costing_leaves_errors_to_the_pack_loop(con, monkeypatch):
-    monkeypatch.setattr(udfs, "BATCH_THRESHOLD_CHARS", 0)
-    monkeypatch.setattr(udfs, "default_processes", lambda: 2)
+    monkeypatch.setattr(batches, "BATCH_THRESHOLD_CHARS", 0)
+    monkeypatch.setattr(batches, "default_processes", lambda: 2)
     bad = rows(3)
     bad[1]["score"] = 7.0
     with pytest.raises(Exception, match=r"candidate #1 .* field 'score' must be a number"):

@@ -1,4 +1,5 @@
-"""`rms-duck bench`: packing speed by default, or the RFC section 10 benchmarks with --rfc."""
+"""`rms-duck bench`: packing speed by default, the RFC section 10 benchmarks with --rfc, or
+the same bundles on 1 and 2 Dask workers against one DuckDB GROUP BY with --dask."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rfc", action="store_true",
                         help="run the RFC-0006 section 10 benchmarks (estimate accuracy, "
                              "budget adherence, context quality)")
+    parser.add_argument("--dask", action="store_true",
+                        help="pack the same groups with one DuckDB GROUP BY and with "
+                             "rms_duck.dask on 1 and 2 worker processes (needs rms-duck[dask])")
+    parser.add_argument("--groups", type=int, default=None,
+                        help="--dask: groups to pack (default 2000; smoke 200)")
     parser.add_argument("--smoke", action="store_true", help="a fast, small run")
     parser.add_argument("--requests", type=int, default=None,
                         help="--rfc: simulated retrieval requests (default 10000; smoke 200)")
     parser.add_argument("--seed", type=int, default=0, help="--rfc: random seed (default 0)")
-    parser.add_argument("--json", metavar="PATH", help="--rfc: also write the figures as JSON")
+    parser.add_argument("--json", metavar="PATH",
+                        help="--rfc, --dask: also write the figures as JSON")
     parser.add_argument("--encoding", default=None,
                         help="--rfc: encoding the Method 2 estimate is measured and fitted "
                              "against (default o200k_base)")
@@ -49,5 +56,6 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     # Imported lazily: each benchmark pulls in what only it needs.
-    module = importlib.import_module("rms_duck.bench.rfc" if args.rfc else "rms_duck.bench.perf")
+    name = "rfc" if args.rfc else "daskbench" if getattr(args, "dask", False) else "perf"
+    module = importlib.import_module(f"rms_duck.bench.{name}")
     return int(module.run(args) or 0)

@@ -10,7 +10,6 @@ This module runs SQL through the connection it is given; it does not import duck
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,10 +17,10 @@ import pyarrow as pa
 
 from ..candidates import to_candidates
 from ..config import PackingConfig
-from ..escape import utf8
 from ..packing.forecast import frame_lines, likely_lines, standalone_lines
 from ..records import Candidate
 from ..tokens.bulk import warm_counter
+from ..tokens.costfile import encoding_key, line_sha256
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import DEFAULT_ENCODING, encoding_source
 
@@ -43,22 +42,6 @@ class RefreshResult:
     loaded: int
     computed: int
     stored: int
-
-
-def encoding_key(encoding: str) -> str:
-    """'o200k_base:<16 hex>': the name plus a digest of its ranks' (or tokenizer file's)
-    sha256 and its pre-tokenizer, read each time: a re-registered tokenizer file gets a
-    new key.
-
-    >>> encoding_key("o200k_base").startswith("o200k_base:")
-    True
-    """
-    return f"{encoding}:{encoding_source(encoding).fingerprint[:16]}"
-
-
-def line_sha256(line: str) -> str:
-    """The digest a line's persisted cost is stored under: sha256 of its exact UTF-8 bytes."""
-    return hashlib.sha256(utf8(line)).hexdigest()
 
 
 def load_line_costs(con, lines: Iterable[str], *,
@@ -175,3 +158,36 @@ def primed_counter(con, candidates: Sequence[Candidate], config: PackingConfig,
     counter = LineCounter(config.encoding, record=True)
     prime_for_pack(con, counter, candidates, config, budget)
     return counter
+
+
+def export_line_costs(con, path: str, *, encoding: str | None = None) -> int:
+    """Write the store's persisted line costs to a Parquet file that cluster workers read
+    (rms_duck.pack_batches(line_costs=path)), so they never re-tokenize what is stored.
+
+    Args:
+        con: a connection to the store.
+        path: the Parquet file to write (replaced if it exists).
+        encoding: only this encoding's costs (default: every encoding stored).
+
+    Returns:
+        The number of line costs written.
+    """
+    import pyarrow.parquet as pq
+
+    sql = "SELECT encoding, line_sha256, n_tokens FROM rms_line_costs"
+    params: list[str] = []
+    if encoding is not None:
+        sql += " WHERE encoding = ?"
+        params.append(encoding_key(encoding))
+    cur = con.cursor()
+    written = 0
+    try:
+        reader = cur.sql(sql + " ORDER BY encoding, line_sha256",
+                         params=params).to_arrow_reader(_NODE_BATCH)
+        with pq.ParquetWriter(path, reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+                written += batch.num_rows
+    finally:
+        cur.close()
+    return written

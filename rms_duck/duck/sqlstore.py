@@ -19,9 +19,9 @@ import pyarrow as pa
 from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ReceiptError
+from ..packing.batches import candidate_rows
 from ..packing.pipeline import pack_candidates
 from .storage import store_bundle
-from .udfs import candidate_rows
 
 STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")
 

@@ -1,0 +1,103 @@
+"""Dask: pack_batches() over a Dask DataFrame, one bundle per group, on any cluster.
+
+The rows are sorted by the group key first (ddf.sort_values), which range-partitions them
+on the key's first column, so a group never straddles two partitions and the output
+comes back in key order. Each partition then packs its groups with pack_batches(), on the
+same code path as DuckDB's pack_context(), so the bytes do not depend on the engine, the
+number of partitions or the number of workers. dask is imported on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .config import PackingConfig, parse_config
+from .errors import ConfigError, MissingExtraError
+from .tokens.costfile import LineCosts
+
+__all__ = ["pack_groups"]
+
+
+def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
+                config: PackingConfig | dict[str, Any] | str | None = None,
+                line_costs: LineCosts | str | os.PathLike[str] | None = None,
+                inputs: bool = False) -> Any:
+    """A lazy Dask DataFrame with one row per group: the key column(s), then the bundle
+    fields of pack_context() (context, tokens_used, ..., receipt), sorted by key.
+
+    Args:
+        ddf: a dask.dataframe.DataFrame of candidate rows with the key column(s).
+        by, budget, config, inputs: as for rms_duck.pack_batches().
+        line_costs: a Parquet file from rms_duck.export_line_costs() that every worker can
+            read (shared disk or object store): each worker loads it once and tokenizes
+            only the lines it does not hold. A LineCosts object works too, but travels
+            inside the task graph.
+
+    Raises:
+        MissingExtraError: dask is not installed. ConfigError: a bad frame, key, budget or
+        config (at once); candidate errors surface when the result is computed.
+    """
+    dd, pd = _imports()
+    from .packing.batches import _key_names
+    from .packing.pipeline import _check_budget
+
+    if not isinstance(ddf, dd.DataFrame):
+        raise ConfigError(f"ddf must be a dask DataFrame, got {type(ddf).__name__}; wrap it "
+                          "with dd.from_pandas(frame, npartitions=...), or pack it in this "
+                          "process with rms_duck.pack_batches()")
+    keys = list(_key_names(by))
+    budget = _check_budget(budget)
+    config = parse_config(config)
+    missing = [k for k in keys if k not in ddf.columns]
+    if missing:
+        raise ConfigError(f"group key column {missing[0]!r} is not in the DataFrame (columns: "
+                          f"{', '.join(map(str, ddf.columns))}); pass by= one of those")
+    meta = _meta(pd, ddf._meta, keys, inputs)
+    ordered = ddf.sort_values(keys)
+    return ordered.map_partitions(
+        _pack_partition, keys=keys, budget=budget, config=config, line_costs=line_costs,
+        inputs=inputs, meta=meta)
+
+
+def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingConfig,
+                    line_costs: Any, inputs: bool) -> Any:
+    """On a worker: one partition's rows in, its groups' bundles out (pandas both ways)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from .packing.batches import pack_batches
+
+    meta = _meta(pd, part.iloc[:0], keys, inputs)
+    if len(part) == 0:
+        return meta
+    table = pa.Table.from_pandas(part, preserve_index=False)
+    # processes=1: the cluster already runs a process per core.
+    out = pack_batches(table, by=keys, budget=budget, config=config, line_costs=line_costs,
+                       inputs=inputs, processes=1)
+    frame = out.to_pandas(types_mapper=pd.ArrowDtype)
+    for key in keys:
+        frame[key] = out.column(key).to_pandas().astype(meta[key].dtype).values
+    return frame
+
+
+def _meta(pd: Any, rows: Any, keys: list[str], inputs: bool) -> Any:
+    """The empty frame Dask needs to know the result's columns and dtypes up front."""
+    from .packing.arrowtype import bundle_arrow_type, inputs_field
+
+    fields = list(bundle_arrow_type()) + ([inputs_field()] if inputs else [])
+    columns = {key: pd.Series([], dtype=rows[key].dtype) for key in keys}
+    columns.update({f.name: pd.Series([], dtype=pd.ArrowDtype(f.type)) for f in fields})
+    return pd.DataFrame(columns)
+
+
+def _imports() -> tuple[Any, Any]:
+    try:
+        import dask.dataframe as dd
+        import pandas as pd
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"rms_duck.dask needs dask[dataframe] and pandas ({exc}); install them with "
+            "pip install 'rms-duck[dask]'") from None
+    return dd, pd

@@ -1,0 +1,200 @@
+"""Store bundles packed elsewhere (pack_batches, Dask, Spark, Ray) in one DuckDB store.
+
+Packing distributes; the receipt chain does not: each receipt names its predecessor's
+digest, so appends to one chain are sequential (storage.py). store_batches() therefore
+runs in one process after the workers are done. It sorts the rows by their group key, so
+the same packed table always gives the same chain order, and appends them in batches,
+one transaction each: the chain tips are read once per batch and the receipts sealed in
+Python, instead of a transaction per bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ConfigError, ReceiptError
+from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
+from ..packing.batches import as_table
+from ..receipts import RECEIPT_VERSION, seal_receipt, sha256_text
+from .cursors import cursor
+from .storage import _APPEND_LOCK, _RETRIES, _RETRYABLE, _rollback
+
+BATCH_ROWS = 1_000
+# Column order and Arrow types of rms_bundles and rms_receipts (sql/schema.sql).
+_BUNDLE_COLUMNS = (
+    ("bundle_id", pa.string()), ("created_at", pa.timestamp("us", "UTC")),
+    ("namespace_id", pa.string()), ("session_id", pa.string()), ("query_text", pa.string()),
+    ("context_format", pa.string()), ("budget", pa.int32()), ("available", pa.int32()),
+    ("tokens_used", pa.int32()), ("context", pa.string()), ("context_sha256", pa.string()),
+    ("flags", pa.list_(pa.string())), ("included_count", pa.int32()),
+    ("excluded_count", pa.int32()), ("str_mean", pa.float64()), ("str_p10", pa.float64()),
+    ("budget_efficiency", pa.float64()), ("budget_waste", pa.float64()),
+    ("inputs", pa.string()))
+_RECEIPT_COLUMNS = (
+    ("receipt_id", pa.string()), ("bundle_id", pa.string()),
+    ("created_at", pa.timestamp("us", "UTC")), ("chain_namespace", pa.string()),
+    ("seq", pa.int64()), ("prev_sha256", pa.string()), ("receipt_version", pa.int32()),
+    ("receipt", pa.string()), ("receipt_sha256", pa.string()), ("context_sha256", pa.string()))
+_NEEDED = ("context", "tokens_used", "context_budget", "included", "excluded", "flags",
+           "context_sha256", "receipt", "inputs")
+
+
+def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
+                  by: str | Sequence[str] | None = None, namespace: str | None = None,
+                  session_id: str | None = None) -> pa.Table:
+    """Append packed bundles and their receipts to the store, in group-key order.
+
+    Args:
+        con: a writable connection prepared by rms_duck.connect().
+        table: the output of pack_batches(..., inputs=True) or of rms_duck.dask.pack_groups
+            (Arrow, pandas, or any __arrow_c_stream__ source).
+        by: the key column(s) that order the chain (default: every column that is not a
+            bundle field).
+        namespace: the receipt chain to extend (default: each bundle's candidates' shared
+            namespace, else '').
+        session_id: recorded on every bundle and receipt.
+
+    Returns:
+        One row per stored bundle, in chain order: the key column(s), bundle_id,
+        receipt_id, chain_namespace and seq.
+
+    Raises:
+        ConfigError: a needed column is missing. ReceiptError: a row's receipt does not
+        match its context; nothing of its batch is stored.
+    """
+    data = as_table(table)
+    missing = [name for name in _NEEDED if name not in data.column_names]
+    if missing:
+        fix = ("pack with inputs=True" if missing == ["inputs"]
+               else "pass the table pack_batches() or pack_groups() returned")
+        raise ConfigError(f"store_batches needs column {missing[0]!r}, which the table "
+                          f"lacks; {fix}")
+    keys = _keys(data, by)
+    order = pc.sort_indices(data, sort_keys=[(k, "ascending", "at_end") for k in keys]
+                            + [("context_sha256", "ascending", "at_end")])
+    data = data.take(order)
+    stored = []
+    cur = cursor(con)
+    try:
+        for start in range(0, len(data), BATCH_ROWS):
+            batch = data.slice(start, BATCH_ROWS)
+            rows = [_prepared(row, keys, namespace) for row in
+                    batch.select(list(_NEEDED) + [k for k in keys if k not in _NEEDED])
+                    .to_pylist()]
+            stored.extend(_append(cur, rows, session_id))
+    finally:
+        cur.close()
+    result = data.select(list(keys))
+    for name, kind in (("bundle_id", pa.string()), ("receipt_id", pa.string()),
+                       ("chain_namespace", pa.string()), ("seq", pa.int64())):
+        result = result.append_column(name, pa.array([s[name] for s in stored], kind))
+    return result
+
+
+def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
+    if by is None:
+        return [n for n in data.column_names
+                if n not in BUNDLE_FIELDS and n != INPUTS_COLUMN]
+    keys = [by] if isinstance(by, str) else list(by)
+    for key in keys:
+        if key not in data.column_names:
+            raise ConfigError(f"by names column {key!r}, which the table lacks (columns: "
+                              f"{', '.join(data.column_names)})")
+    return keys
+
+
+def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None) -> dict[str, Any]:
+    """The row with its parsed receipt body and chain, checked against its own context."""
+    where = ", ".join(f"{k}={row.get(k)!r}" for k in keys) or "a row"
+    try:
+        body = json.loads(row["receipt"])
+    except (TypeError, ValueError):
+        raise ReceiptError(f"bundle of {where}: its receipt is not JSON; store the table "
+                           "pack_batches() returned, unmodified") from None
+    digest = sha256_text(row["context"] or "")
+    if not (digest == row["context_sha256"] == body.get("context_sha256")
+            and row["tokens_used"] == body.get("tokens_used")):
+        raise ReceiptError(f"bundle of {where}: context, context_sha256, tokens_used and "
+                           "receipt disagree; re-pack it rather than storing edited rows")
+    if namespace is not None:
+        chain = namespace
+    else:
+        names = {c.get("namespace_id") for c in json.loads(row["inputs"])}
+        chain = (names.pop() or "") if len(names) == 1 else ""
+    return {**row, "body": body, "chain": chain}
+
+
+def _append(cur, rows: list[dict[str, Any]], session_id: str | None) -> list[dict[str, Any]]:
+    """One transaction for the batch; retried from scratch when another writer wins."""
+    conflict: Exception | None = None
+    for attempt in range(_RETRIES):
+        try:
+            with _APPEND_LOCK:
+                return _append_once(cur, rows, session_id, datetime.now(UTC))
+        except _RETRYABLE as exc:
+            _rollback(cur)
+            conflict = exc
+            time.sleep(min(0.001 * (attempt + 1), 0.05))
+        except BaseException:
+            _rollback(cur)
+            raise
+    raise ReceiptError(f"could not append {len(rows)} receipts after {_RETRIES} attempts "
+                       f"(last conflict: {str(conflict).splitlines()[0]}); nothing of this "
+                       "batch was stored: retry, or write from fewer connections at once")
+
+
+def _append_once(cur, rows: list[dict[str, Any]], session_id: str | None,
+                 created: datetime) -> list[dict[str, Any]]:
+    cur.execute("BEGIN TRANSACTION")
+    tips = {}
+    for chain in dict.fromkeys(row["chain"] for row in rows):
+        tips[chain] = tuple(cur.execute(
+            "SELECT coalesce(max(seq), 0), arg_max(receipt_sha256, seq) FROM rms_receipts "
+            "WHERE chain_namespace = ?", [chain]).fetchall()[0])
+    bundles, receipts, stored = [], [], []
+    for row in rows:
+        last, prev = tips[row["chain"]]
+        bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
+        text, digest = seal_receipt(
+            row["body"], receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
+            chain_namespace=row["chain"], seq=last + 1, prev_sha256=prev,
+            inputs=row["inputs"], query=None, session_id=session_id)
+        tips[row["chain"]] = (last + 1, digest)
+        body, metrics = row["body"], row["body"].get("metrics") or {}
+        bundles.append((bundle_id, created, row["chain"], session_id, None,
+                        body["config"]["context_format"], row["context_budget"],
+                        body["available"], row["tokens_used"], row["context"],
+                        row["context_sha256"], list(row["flags"]), len(row["included"]),
+                        len(row["excluded"]), metrics.get("str_mean"), metrics.get("str_p10"),
+                        metrics.get("budget_efficiency"), metrics.get("budget_waste"),
+                        row["inputs"]))
+        receipts.append((receipt_id, bundle_id, created, row["chain"], last + 1, prev,
+                         RECEIPT_VERSION, text, digest, row["context_sha256"]))
+        stored.append({"bundle_id": bundle_id, "receipt_id": receipt_id,
+                       "chain_namespace": row["chain"], "seq": last + 1})
+    _insert(cur, "rms_bundles", _BUNDLE_COLUMNS, bundles)
+    _insert(cur, "rms_receipts", _RECEIPT_COLUMNS, receipts)
+    cur.execute("COMMIT")
+    return stored
+
+
+def _insert(cur, table: str, columns: tuple[tuple[str, pa.DataType], ...],
+            rows: list[tuple[Any, ...]]) -> None:
+    """Insert the rows through one Arrow scan rather than a statement per row."""
+    arrow = pa.table([pa.array([row[i] for row in rows], kind)
+                      for i, (_, kind) in enumerate(columns)],
+                     names=[name for name, _ in columns])
+    cur.register("rms_batch_rows", arrow)
+    try:
+        cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rms_batch_rows")
+    finally:
+        cur.unregister("rms_batch_rows")

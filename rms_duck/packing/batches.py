@@ -1,0 +1,333 @@
+"""Many bundles at once, Arrow in and Arrow out: the one packing path every engine shares.
+
+pack_lists() packs a column of candidate lists, one bundle per row. DuckDB's pack_context()
+calls it on each vector of a GROUP BY; pack_batches() calls it on the groups of an Arrow
+table, as Dask, Spark and Ray workers do. Packing is pure (no clock, no randomness), so the
+same candidates, budget and config give the same bytes on any engine, in any process.
+
+Like the rest of the core it imports pyarrow only inside its functions, so importing
+rms_duck.packing loads no pyarrow.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..candidates import to_candidates
+from ..columnar import Row, intake
+from ..config import PackingConfig, parse_config
+from ..errors import CandidateError, ConfigError, RmsError
+from ..receipts import inputs_json
+from ..records import Candidate
+from ..tokens.bulk import default_processes, warm_counter
+from ..tokens.costfile import LineCosts
+from ..tokens.counter import LineCounter
+from .arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN, bundle_arrow_type, bundle_row, inputs_field
+from .forecast import frame_lines, likely_lines
+from .pipeline import _check_budget, pack_candidates
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Bundles packed (and turned into Arrow) at a time, so Python holds one slice's rows and
+# bundles at once however many groups a call packs.
+SLICE_BUNDLES = 512
+# Content characters in one slice above which its lines are costed in bulk, in parallel:
+# about 100K tokens, where a second process saves more than the hand-off costs.
+BATCH_THRESHOLD_CHARS = 400_000
+
+CANDIDATE_FIELDS = Candidate.__slots__
+_REQUIRED = ("id", "score", "content")
+
+LineCostSource = LineCosts | str | os.PathLike[str] | None
+
+
+def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
+                 config: PackingConfig | dict[str, Any] | str | None = None,
+                 line_costs: LineCostSource = None, inputs: bool = False,
+                 processes: int | None = None) -> pa.Table:
+    """Pack one bundle per group of candidate rows.
+
+    Args:
+        table: candidate rows, one per row: a pyarrow Table or RecordBatch, or anything
+            pa.table() reads (pandas, polars, an __arrow_c_stream__ source). Columns named
+            like candidate fields (id, score, content, event_time, ...) are the candidate;
+            other columns are ignored.
+        by: the group key column(s).
+        budget: the context budget of every bundle, in tokens, overhead included.
+        config: PackingConfig fields (object, dict or JSON text), the same for every group.
+        line_costs: exact line costs exported from a store (rms_duck.export_line_costs),
+            as a LineCosts or a Parquet path; the lines they cover are not re-tokenized.
+        inputs: also return an `inputs` column, the validated candidates as canonical JSON
+            (what rms_duck.store_batches() stores beside each bundle for replay).
+        processes: processes for bulk line costing; None uses every core, 1 stays in this
+            process (the right choice inside a cluster worker).
+
+    Returns:
+        One row per group, sorted by the key: the key column(s), then pack_context()'s
+        bundle fields (context, tokens_used, ..., receipt) as columns.
+
+    Raises:
+        CandidateError, ConfigError, EncodingUnavailableError: bad input; nothing is packed.
+    """
+    import pyarrow as pa
+
+    keys = _key_names(by)
+    data = as_table(table)
+    budget = _check_budget(budget)
+    config = parse_config(config)
+    costs = _line_costs(line_costs, config)
+    _check_columns(data, keys)
+    key_table, lists = group_lists(data, keys)
+    bundles = pack_lists(lists, [budget] * len(lists), [config] * len(lists),
+                         line_costs=costs, inputs=inputs, processes=processes)
+    columns = list(key_table.columns) + bundles.flatten()
+    names = list(keys) + [field.name for field in bundles.type]
+    return pa.table(columns, names=names)
+
+
+def output_schema(key_fields: Sequence[pa.Field], *, inputs: bool = False) -> pa.Schema:
+    """The schema pack_batches() returns for these key fields (for engines that need it
+    before any data, such as Spark's applyInArrow)."""
+    import pyarrow as pa
+
+    fields = list(key_fields) + list(bundle_arrow_type())
+    return pa.schema(fields + [inputs_field()] if inputs else fields)
+
+
+def group_lists(data: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, pa.Array]:
+    """(one row per distinct key, sorted; the candidate STRUCTs of each group as a LIST).
+
+    Rows are ordered by key with a stable sort; NULL keys form one group, last.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    order = pc.sort_indices(data, sort_keys=[(k, "ascending", "at_end") for k in keys])
+    data = data.take(order)
+    starts = _group_starts(data, keys)
+    key_table = data.select(list(keys)).take(pa.array(starts, pa.int64()))
+    names = [name for name in data.column_names if name in CANDIDATE_FIELDS]
+    values = pa.StructArray.from_arrays(
+        [_candidate_column(data, name) for name in names], names=names) if len(data) else \
+        pa.array([], pa.struct([(name, data.schema.field(name).type) for name in names]))
+    offsets = starts + [len(data)]
+    list_type = pa.int64() if len(data) >= 2**31 else pa.int32()
+    array_type = pa.LargeListArray if list_type == pa.int64() else pa.ListArray
+    return key_table, array_type.from_arrays(pa.array(offsets, list_type), values)
+
+
+def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
+               configs: Sequence[Any], *, line_costs: LineCosts | None = None,
+               inputs: bool = False, processes: int | None = None) -> pa.StructArray:
+    """One bundle per row of a LIST<STRUCT> candidate column, as bundle_arrow_type().
+
+    Packed in slices of SLICE_BUNDLES. Before a slice packs, its candidates are validated,
+    the lines it will likely need are looked up in `line_costs` and, when the slice is
+    large, costed together across processes (bulk.py); the packs then find them counted.
+    The bundles are the same either way. configs may be PackingConfig objects, JSON text
+    or None (the defaults); a bad budget, config or candidate raises in row order.
+    """
+    import pyarrow as pa
+
+    if isinstance(candidates, pa.Array):
+        candidates = pa.chunked_array([candidates])
+    out_type = pa.struct(list(bundle_arrow_type()) + [inputs_field()]) if inputs \
+        else bundle_arrow_type()
+    parsed: dict[Any, PackingConfig] = {}
+    counters: dict[str, LineCounter] = {}
+    chunks = []
+    for start in range(0, len(candidates), SLICE_BUNDLES):
+        stop = start + SLICE_BUNDLES
+        jobs = [[rows or [], budget, _config(parsed, raw)] for rows, budget, raw in zip(
+            candidate_rows(candidates.slice(start, SLICE_BUNDLES)), budgets[start:stop],
+            configs[start:stop], strict=True)]
+        ready = _prepare(jobs, counters, line_costs, processes)
+        out = []
+        for i, (rows, budget, config) in enumerate(jobs):
+            # A row not ready gets no counter: pack_candidates then reports its error.
+            counter = _counter(counters, config.encoding) if i < ready else None
+            bundle = pack_candidates(rows, budget=budget, config=config, counter=counter)
+            row = bundle_row(bundle)
+            if inputs:
+                row["inputs"] = inputs_json(rows)  # validated by _prepare, or pack raised
+            out.append(row)
+        chunks.append(pa.array(out, type=out_type))
+    if not chunks:
+        return pa.array([], type=out_type)
+    return pa.concat_arrays(chunks)
+
+
+def candidate_rows(candidates: pa.ChunkedArray) -> list[list[Row] | None]:
+    """The LIST(STRUCT) column as one list per bundle, validated a column at a time.
+
+    columnar.intake() turns each chunk's candidate structs into Candidates wherever a row is
+    already valid, and leaves the others as dicts, which pack_candidates() checks (and
+    rejects) row by row with the usual message, so errors name the same row and field.
+    """
+    out: list[list[Row] | None] = []
+    for chunk in candidates.chunks:
+        if len(chunk) == 0:
+            continue
+        base = chunk.offsets[0].as_py()
+        structs = chunk.values.slice(base, chunk.offsets[-1].as_py() - base)
+        rows = intake(structs)
+        offsets = chunk.offsets.to_pylist()
+        for lo, hi, valid in zip(offsets, offsets[1:], chunk.is_valid().to_pylist(), strict=False):
+            out.append(rows[lo - base:hi - base] if valid else None)
+    return out
+
+
+def _config(parsed: dict[Any, PackingConfig], raw: Any) -> PackingConfig:
+    if isinstance(raw, PackingConfig):
+        return raw
+    config = parsed.get(raw)
+    if config is None:
+        config = parsed[raw] = parse_config(raw)
+    return config
+
+
+def _prepare(jobs: list[list[Any]], counters: dict[str, LineCounter],
+             line_costs: LineCosts | None, processes: int | None) -> int:
+    """Validate the slice's candidates; give its counters the lines they will likely need,
+    from `line_costs` and, for a large slice, from one bulk costing call.
+
+    Returns how many leading rows are ready to pack (valid budget and candidates); the
+    first row that is not will raise its error in the pack loop, in row order.
+    """
+    ready = 0
+    for job in jobs:
+        if not _whole(job[1]):
+            break
+        try:
+            job[0] = to_candidates(job[0])
+        except RmsError:
+            break
+        ready += 1
+    chars = sum(len(c.content) for rows, _, _ in jobs[:ready] for c in rows)
+    bulk = chars >= BATCH_THRESHOLD_CHARS and (processes or default_processes()) >= 2
+    if line_costs is None and not bulk:
+        return ready
+    lines: dict[str, list[str]] = {}
+    for rows, budget, config in jobs[:ready]:
+        if budget <= 0 or not rows:
+            continue
+        wanted = lines.setdefault(config.encoding, [])
+        if line_costs is not None:
+            wanted.extend(frame_lines(rows, config, budget))
+        wanted.extend(likely_lines(rows, config, budget))
+    for encoding, batch in lines.items():
+        counter = _counter(counters, encoding)
+        if line_costs is not None:
+            line_costs.prime(counter, batch)
+        if bulk:
+            warm_counter(counter, batch, processes=processes)
+    return ready
+
+
+def _whole(budget: object) -> bool:
+    return isinstance(budget, int) and not isinstance(budget, bool)
+
+
+def _counter(counters: dict[str, LineCounter], encoding: str) -> LineCounter:
+    """One counter per encoding for a whole call: it holds the costs loaded for it."""
+    counter = counters.get(encoding)
+    if counter is None:
+        counter = counters[encoding] = LineCounter(encoding)
+    return counter
+
+
+def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
+    keys = (by,) if isinstance(by, str) else tuple(by)
+    if not keys or not all(isinstance(k, str) and k for k in keys):
+        raise ConfigError(f"by must name the group key column(s), got {by!r}; "
+                          "for example by='q' or by=['session_id', 'turn']")
+    clash = [k for k in keys if k in BUNDLE_FIELDS or k == INPUTS_COLUMN]
+    if clash:
+        raise ConfigError(f"group key column {clash[0]!r} has the name of a bundle field; "
+                          "rename it (for example to 'group_" + clash[0] + "')")
+    return keys
+
+
+def as_table(table: Any) -> pa.Table:
+    """Arrow data of any kind as a pyarrow Table; a pandas index is dropped, never a column."""
+    import pyarrow as pa
+
+    if isinstance(table, pa.Table):
+        return table
+    if isinstance(table, pa.RecordBatch):
+        return pa.Table.from_batches([table])
+    pandas = sys.modules.get("pandas")
+    try:
+        if pandas is not None and isinstance(table, pandas.DataFrame):
+            return pa.Table.from_pandas(table, preserve_index=False)
+        return pa.table(table)
+    except (TypeError, ValueError, pa.ArrowException) as exc:
+        raise CandidateError(
+            f"table must be Arrow data (a pyarrow Table, pandas or polars DataFrame, or an "
+            f"__arrow_c_stream__ source), got {type(table).__name__} ({exc}); build one with "
+            "pa.Table.from_pylist(rows)") from None
+
+
+def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
+    import pyarrow as pa
+
+    names = data.column_names
+    for key in keys:
+        if key not in names:
+            raise ConfigError(f"group key column {key!r} is not in the table (columns: "
+                              f"{', '.join(names)}); pass by= one of those")
+        if pa.types.is_nested(data.schema.field(key).type):
+            raise ConfigError(f"group key column {key!r} has type "
+                              f"{data.schema.field(key).type}; group by scalar columns")
+    for name in _REQUIRED:
+        if name not in names:
+            raise CandidateError(f"the table has no {name!r} column, a required candidate "
+                                 f"field (columns: {', '.join(names)}); add or rename it")
+
+
+def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
+    """The first row of each run of equal keys in the sorted table (NULL equals NULL)."""
+    import pyarrow.compute as pc
+
+    n = len(data)
+    if n == 0:
+        return []
+    changed = None
+    for key in keys:
+        column = data.column(key).combine_chunks()
+        a, b = column.slice(1), column.slice(0, n - 1)
+        differs = pc.if_else(pc.and_(a.is_valid(), b.is_valid()),
+                             pc.not_equal(a, b), pc.not_equal(a.is_valid(), b.is_valid()))
+        changed = differs if changed is None else pc.or_(changed, differs)
+    assert changed is not None
+    return [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+
+
+def _candidate_column(data: pa.Table, name: str) -> pa.Array:
+    """The column as the candidate reads it: nanosecond times (pandas) become microseconds,
+    the precision of the SQL path, and refuse to lose digits."""
+    import pyarrow as pa
+
+    column = data.column(name).combine_chunks()
+    kind = column.type
+    if pa.types.is_timestamp(kind) and kind.unit == "ns":
+        try:
+            column = column.cast(pa.timestamp("us", kind.tz))
+        except pa.ArrowInvalid:
+            raise CandidateError(
+                f"column {name!r} holds times with nanoseconds; candidates keep microseconds "
+                f"(as TIMESTAMPTZ does): round it, e.g. df[{name!r}].dt.floor('us')") from None
+    return column
+
+
+def _line_costs(source: LineCostSource, config: PackingConfig) -> LineCosts | None:
+    if source is None or isinstance(source, LineCosts):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return LineCosts.read(source, encoding=config.encoding)
+    raise ConfigError(f"line_costs must be a LineCosts or the path of a file written by "
+                      f"rms_duck.export_line_costs(), got {type(source).__name__}")

@@ -1,0 +1,297 @@
+"""pack_batches(): Arrow in, Arrow out, byte-equal to DuckDB's GROUP BY; line costs that
+travel as Parquet; store_batches() back into one store with a verifiable chain."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.bench.simulate import _candidate
+from rms_duck.bench.workload import BULK_PACK_SQL, make_bulk_tables
+from rms_duck.errors import CandidateError, ConfigError, ReceiptError
+from rms_duck.formats.base import clear_render_memos
+from rms_duck.packing.arrowtype import BUNDLE_FIELDS
+from rms_duck.tokens.costfile import LineCosts, line_sha256
+from rms_duck.tokens.counter import LineCounter, clear_line_cache
+
+from .conftest import node_id, rows
+
+BENCH_COLUMNS = "q, id, score, content, event_time, speaker"
+
+
+def bench_candidates(con, groups: int) -> pa.Table:
+    make_bulk_tables(con, bundles=groups, per_bundle=8, nodes=groups, seed=0)
+    return con.sql(f"SELECT {BENCH_COLUMNS} FROM bench_candidates WHERE q < ?",
+                   params=[groups]).to_arrow_table()
+
+
+def sql_bundles(con, groups: int, budget: int = 512) -> list[dict]:
+    """SELECT q, pack_context(list(...), budget) ... GROUP BY q, one dict per group."""
+    sql = f"SELECT q, to_json(bundle)::VARCHAR AS j FROM ({BULK_PACK_SQL}) ORDER BY q"
+    return [{"q": q, **json.loads(j)} for q, j in con.execute(sql, [budget, groups]).fetchall()]
+
+
+def batch_bundles(table: pa.Table) -> list[dict]:
+    return json.loads(json.dumps(table.to_pylist()))
+
+
+def test_pack_batches_gives_the_group_by_bytes(con):
+    table = bench_candidates(con, 120)
+    out = rms_duck.pack_batches(table, by="q", budget=512)
+    assert out.column_names == ["q", *BUNDLE_FIELDS]
+    assert batch_bundles(out) == sql_bundles(con, 120)
+
+
+def rich_table(groups: int, seed: int = 3) -> pa.Table:
+    """simulate.py's candidates (every field, conflicts, sessions, hostile text), two keys."""
+    rng = random.Random(seed)
+    out = []
+    for g in range(groups):
+        ids = [str(rng.getrandbits(64)) for _ in range(rng.choice((0, 1, 3, 8, 20)))]
+        for node in ids:
+            row = _candidate(rng, node, ids)
+            if "structured_value" in row:
+                row["structured_value"] = json.dumps(row["structured_value"])
+            out.append({"tenant": f"t{g % 3}", "turn": g, **row})
+    return pa.Table.from_pylist(out)
+
+
+@pytest.mark.parametrize("config", [
+    {"context_format": "reader", "context_citations": True, "context_guidance_mode": "all",
+     "query": "When did the meeting move?", "session_context_packing": "adjacent"},
+    {"context_format": "compact", "multipath_ordering": "density", "overhead_tokens": 0},
+])
+def test_rich_candidates_and_two_keys_match_duckdb(con, config):
+    table = rich_table(150)
+    con.register("cands", table)
+    fields = [n for n in table.column_names if n not in ("tenant", "turn")]
+    struct = ", ".join(f"'{n}': {n}" for n in fields)
+    got = con.execute(
+        f"SELECT tenant, turn, to_json(pack_context(list({{{struct}}}), 700, ?::JSON))::VARCHAR "
+        "FROM cands GROUP BY tenant, turn ORDER BY tenant, turn", [json.dumps(config)]).fetchall()
+    expected = [{"tenant": t, "turn": n, **json.loads(j)} for t, n, j in got]
+    out = rms_duck.pack_batches(table, by=["tenant", "turn"], budget=700, config=config)
+    assert batch_bundles(out) == expected
+
+
+def test_groups_come_sorted_by_key_with_the_null_group_last():
+    table = pa.Table.from_pylist([{"g": g, **row} for g, row in zip(
+        ["b", None, "a", "b", None], rows(5), strict=True)])
+    out = rms_duck.pack_batches(table, by="g", budget=300)
+    assert out.column("g").to_pylist() == ["a", "b", None]
+    by_group = {g: len(inc) for g, inc in zip(out.column("g").to_pylist(),
+                                              out.column("included").to_pylist(), strict=True)}
+    assert by_group == {"a": 1, "b": 2, None: 2}
+
+
+def test_row_order_chunking_and_input_kind_do_not_change_the_bytes(con):
+    table = bench_candidates(con, 40)
+    out = rms_duck.pack_batches(table, by="q", budget=512)
+    shuffled = table.take(pa.array(random.Random(1).sample(range(len(table)), len(table))))
+    chunked = pa.Table.from_batches(shuffled.to_batches(max_chunksize=7))
+    assert rms_duck.pack_batches(chunked, by="q", budget=512).equals(out)
+    assert rms_duck.pack_batches(table.to_pandas(), by="q", budget=512).equals(out)
+    batch = table.combine_chunks().to_batches()[0]
+    assert rms_duck.pack_batches(batch, by="q", budget=512).equals(out)
+
+
+def test_nanosecond_pandas_times_match_microsecond_ones():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(rows(3))
+    frame["g"] = 1
+    frame["event_time"] = pd.to_datetime(["2024-05-01T10:00:00Z"] * 3).as_unit("ns")
+    micro = frame.assign(event_time=frame["event_time"].dt.as_unit("us"))
+    assert rms_duck.pack_batches(frame, by="g", budget=300).equals(
+        rms_duck.pack_batches(micro, by="g", budget=300))
+    frame.loc[0, "event_time"] += pd.Timedelta(1, "ns")
+    with pytest.raises(CandidateError, match="'event_time' holds times with nanoseconds"):
+        rms_duck.pack_batches(frame, by="g", budget=300)
+
+
+def test_output_schema_is_what_pack_batches_returns(con):
+    from rms_duck.packing.batches import output_schema
+
+    table = bench_candidates(con, 3)
+    for inputs in (False, True):
+        out = rms_duck.pack_batches(table, by="q", budget=512, inputs=inputs)
+        assert out.schema == output_schema([table.schema.field("q")], inputs=inputs)
+
+
+def test_pandas_nat_times_are_null_times():
+    """Ecosystem review: building LIST<STRUCT> from pandas rows by hand failed on NaT."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(rows(3)).assign(g=1, event_time=pd.to_datetime(
+        ["2024-05-01T10:00:00Z", None, "2024-05-02T10:00:00Z"]))
+    assert frame["event_time"].isna().sum() == 1
+    out = rms_duck.pack_batches(frame, by="g", budget=300)
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    expected = rms_duck.pack_candidates(records, budget=300)
+    assert out.column("context").to_pylist() == [expected.context]
+
+
+def test_empty_table_gives_an_empty_result_with_the_schema():
+    table = pa.Table.from_pylist(rows(1)).append_column("q", pa.array([1])).slice(0, 0)
+    out = rms_duck.pack_batches(table, by="q", budget=300, inputs=True)
+    assert out.num_rows == 0
+    assert out.column_names == ["q", *BUNDLE_FIELDS, "inputs"]
+
+
+def test_inputs_column_is_what_pack_stores(con):
+    candidates = rows(6)
+    table = pa.Table.from_pylist([{"q": 1, **row} for row in candidates])
+    out = rms_duck.pack_batches(table, by="q", budget=300, inputs=True)
+    rms_duck.pack(con, pa.Table.from_pylist(candidates), budget=300)
+    [(stored,)] = con.execute("SELECT inputs::VARCHAR FROM rms_bundles").fetchall()
+    assert out.column("inputs").to_pylist() == [stored]
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"by": "nope"}, ConfigError, "group key column 'nope' is not in the table"),
+    ({"by": []}, ConfigError, "by must name the group key column"),
+    ({"by": "context"}, ConfigError, "'context' has the name of a bundle field"),
+    ({"by": "q", "budget": "lots"}, ConfigError, "budget must be a whole number"),
+    ({"by": "q", "config": {"context_fromat": "reader"}}, ConfigError,
+     "Did you mean 'context_format'"),
+    ({"by": "q", "line_costs": 42}, ConfigError, "line_costs must be a LineCosts or the path"),
+    ({"by": "q", "line_costs": "/nonexistent/costs.parquet"}, ConfigError,
+     "line_costs file '/nonexistent/costs.parquet' cannot be read"),
+    ({"by": "tags"}, ConfigError, "'tags' has type list<item: string>; group by scalar"),
+])
+def test_bad_arguments_name_the_field_and_the_fix(kwargs, error, message):
+    table = pa.Table.from_pylist([{"q": 1, "context": "x", "tags": ["a"], **rows(1)[0]}])
+    with pytest.raises(error, match=message):
+        rms_duck.pack_batches(table, **{"budget": 300, **kwargs})
+
+
+def test_bad_tables_and_candidates_are_named():
+    with pytest.raises(CandidateError, match="table must be Arrow data .* got int"):
+        rms_duck.pack_batches(7, by="q", budget=300)
+    no_content = pa.Table.from_pylist([{"q": 1, "id": "a", "score": 0.5}])
+    with pytest.raises(CandidateError, match="no 'content' column, a required candidate"):
+        rms_duck.pack_batches(no_content, by="q", budget=300)
+    bad = pa.Table.from_pylist([{"q": 1, **row} for row in rows(3)] + [
+        {"q": 2, "id": "x", "score": 3.0, "content": "too high"}])
+    with pytest.raises(CandidateError, match="candidate #0 .*field 'score' must be a number"):
+        rms_duck.pack_batches(bad, by="q", budget=300)
+
+
+def test_a_bad_line_cost_file_is_named(tmp_path):
+    path = tmp_path / "costs.parquet"
+    path.write_bytes(b"not parquet")
+    table = pa.Table.from_pylist([{"q": 1, **rows(1)[0]}])
+    with pytest.raises(ConfigError, match="is not a line-cost Parquet file"):
+        rms_duck.pack_batches(table, by="q", budget=300, line_costs=str(path))
+
+
+def _nodes_store(con, n: int) -> pa.Table:
+    """n nodes in rms_nodes, their line costs refreshed; candidates for n // 8 groups."""
+    con.executemany(
+        "INSERT INTO rms_nodes (id, content, speaker, event_time) VALUES (?, ?, ?, ?)",
+        [[node_id(i), f"note {i}: the {i % 7} review moved to room {i % 11}",
+          "Ann" if i % 3 else None, datetime(2024, 1, 1 + i % 28, tzinfo=UTC)]
+         for i in range(n)])
+    rms_duck.refresh_line_costs(con, processes=1)
+    return con.sql(
+        "SELECT (row_number() OVER (ORDER BY id)) // 8 AS q, id::VARCHAR AS id, "
+        "0.5::DOUBLE AS score, content, type, namespace_id, epistemic_type, source_type, "
+        "lifecycle_state, confidence, event_time, speaker FROM rms_nodes").to_arrow_table()
+
+
+def test_exported_line_costs_spare_the_tokenizer(con, tmp_path):
+    table = _nodes_store(con, 160)
+    path = tmp_path / "costs.parquet"
+    assert rms_duck.export_line_costs(con, str(path)) == 160
+    stored = set(con.execute("SELECT line_sha256 FROM rms_line_costs").fetchall())
+    stored = {digest for (digest,) in stored}
+
+    def tokenized(**kwargs) -> tuple[list[str], pa.Table]:
+        clear_line_cache()
+        clear_render_memos()
+        out = rms_duck.pack_batches(table, by="q", budget=400, processes=1, **kwargs)
+        return list(LineCounter()._cache), out  # the process cache holds what was encoded
+
+    cold, expected = tokenized()
+    warm, out = tokenized(line_costs=str(path))
+    assert out.equals(expected)
+    assert not {line_sha256(line) for line in warm} & stored  # nothing stored was re-encoded
+    assert len(warm) < len(cold) - 150
+    # A LineCosts object works too; rows of another encoding key are not read.
+    assert rms_duck.pack_batches(table, by="q", budget=400,
+                                 line_costs=LineCosts.read(path)).equals(expected)
+    con.execute("UPDATE rms_line_costs SET encoding = 'o200k_base:0000000000000000'")
+    rms_duck.export_line_costs(con, str(path))
+    assert (len(LineCosts.read(path)), len(LineCosts.read(path, encoding="cl100k_base"))) == \
+        (0, 0)
+
+
+def _packed(con, groups: int = 30) -> pa.Table:
+    table = bench_candidates(con, groups)
+    return rms_duck.pack_batches(table, by="q", budget=512, inputs=True)
+
+
+def test_store_batches_chains_in_key_order_and_verifies(con):
+    packed = _packed(con)
+    rms_duck.pack(con, pa.Table.from_pylist(rows(3)), budget=300)  # an existing chain tip
+    shuffled = packed.take(pa.array(random.Random(2).sample(range(30), 30)))
+    stored = rms_duck.store_batches(con, shuffled)
+    assert stored.column("q").to_pylist() == list(range(30))
+    assert stored.column("seq").to_pylist() == list(range(2, 32))
+    assert rms_duck.verify_receipts(con) == []
+    rid = stored.column("receipt_id")[7].as_py()
+    assert rms_duck.replay(con, rid).identical
+    contexts = dict(con.execute(
+        "SELECT r.seq, b.context FROM rms_receipts r JOIN rms_bundles b USING (bundle_id)"
+    ).fetchall())
+    assert [contexts[s] for s in range(2, 32)] == packed.column("context").to_pylist()
+
+
+def test_store_batches_follows_each_bundles_namespace(con):
+    table = pa.Table.from_pylist([{"q": q, **row, "namespace_id": f"ns{q % 2}"}
+                                  for q in range(4) for row in rows(2)])
+    packed = rms_duck.pack_batches(table, by="q", budget=300, inputs=True)
+    frame = packed.to_pandas()
+    frame.index = [7, 7, 3, 3]  # as concatenated partitions leave it: never a key
+    stored = rms_duck.store_batches(con, frame)
+    assert stored.select(["q", "chain_namespace", "seq"]).to_pylist() == [
+        {"q": 0, "chain_namespace": "ns0", "seq": 1}, {"q": 1, "chain_namespace": "ns1", "seq": 1},
+        {"q": 2, "chain_namespace": "ns0", "seq": 2}, {"q": 3, "chain_namespace": "ns1", "seq": 2}]
+    assert rms_duck.verify_receipts(con) == []
+
+
+def test_store_batches_refuses_edited_or_incomplete_rows(con):
+    packed = _packed(con, 4)
+    with pytest.raises(ConfigError, match="needs column 'inputs'.*pack with inputs=True"):
+        rms_duck.store_batches(con, packed.drop_columns(["inputs"]))
+    with pytest.raises(ConfigError, match="by names column 'nope'"):
+        rms_duck.store_batches(con, packed, by="nope")
+    contexts = packed.column("context").to_pylist()
+    contexts[2] = contexts[2].replace("a", "b", 1)
+    edited = packed.set_column(packed.column_names.index("context"), "context",
+                               pa.array(contexts))
+    with pytest.raises(ReceiptError, match="bundle of q=2: context, context_sha256"):
+        rms_duck.store_batches(con, edited)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+def test_import_rms_duck_packing_stays_free_of_pyarrow():
+    code = ("import sys, rms_duck, rms_duck.packing, rms_duck.dask; "
+            "print(sorted(m for m in ('pyarrow', 'duckdb', 'dask') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_bundle_fields_name_the_arrow_type_and_the_sql_type_in_order():
+    from rms_duck.duck.types import BUNDLE_SQL_TYPE
+    from rms_duck.packing.arrowtype import bundle_arrow_type
+
+    assert BUNDLE_FIELDS == tuple(field.name for field in bundle_arrow_type())
+    assert [BUNDLE_SQL_TYPE.find(f"{name} ") for name in BUNDLE_FIELDS] == sorted(
+        BUNDLE_SQL_TYPE.find(f"{name} ") for name in BUNDLE_FIELDS)

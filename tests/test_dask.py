@@ -1,0 +1,151 @@
+"""rms_duck.dask.pack_groups on a real distributed LocalCluster (2 worker processes)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+import rms_duck
+from rms_duck.bench.workload import BULK_PACK_SQL, make_bulk_tables
+from rms_duck.errors import CandidateError, ConfigError, MissingExtraError
+from rms_duck.tokens.costfile import line_sha256
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+from rms_duck.dask import pack_groups  # noqa: E402
+
+from .test_batches import _nodes_store  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster:
+        with distributed.Client(cluster) as c:
+            yield c
+
+
+def _cold_workers(client) -> None:
+    def clear() -> None:
+        from rms_duck.formats.base import clear_render_memos
+        from rms_duck.tokens.counter import clear_line_cache
+
+        clear_line_cache()
+        clear_render_memos()
+
+    client.run(clear)
+
+
+def _worker_lines(client) -> list[str]:
+    """Every line the workers' tokenizers encoded: their process-wide line caches."""
+    def lines() -> list[str]:
+        from rms_duck.tokens.counter import LineCounter
+
+        return list(LineCounter()._cache)
+
+    return [line for found in client.run(lines).values() for line in found]
+
+
+def _bench(con, groups: int):
+    make_bulk_tables(con, bundles=groups, per_bundle=8, nodes=groups, seed=0)
+    frame = con.sql("SELECT q, id, score, content, event_time, speaker FROM bench_candidates "
+                    "WHERE q < ?", params=[groups]).df()
+    sql = f"SELECT q, to_json(bundle)::VARCHAR FROM ({BULK_PACK_SQL}) ORDER BY q"
+    expected = [{"q": q, **json.loads(j)} for q, j in con.execute(sql, [512, groups]).fetchall()]
+    return frame, expected
+
+
+def _rows(result) -> list[dict]:
+    import pyarrow as pa
+
+    return json.loads(json.dumps(pa.Table.from_pandas(result, preserve_index=False).to_pylist()))
+
+
+def test_pack_groups_on_two_workers_gives_the_group_by_bytes(con, client):
+    frame, expected = _bench(con, 300)
+    result = pack_groups(dd.from_pandas(frame, npartitions=8), by="q", budget=512).compute()
+    assert _rows(result) == expected
+    assert result["q"].is_unique  # no group was split across partitions
+
+
+def test_the_result_does_not_depend_on_partitions(con, client):
+    frame, expected = _bench(con, 60)
+    shuffled = frame.sample(frac=1, random_state=4)
+    for n in (1, 5, 13):
+        result = pack_groups(dd.from_pandas(shuffled, npartitions=n), by="q", budget=512)
+        assert _rows(result.compute()) == expected
+
+
+def test_workers_read_the_exported_line_costs(con, client, tmp_path):
+    table = _nodes_store(con, 320)
+    path = tmp_path / "costs.parquet"
+    rms_duck.export_line_costs(con, str(path))
+    stored = {d for (d,) in con.execute("SELECT line_sha256 FROM rms_line_costs").fetchall()}
+    ddf = dd.from_pandas(table.to_pandas(), npartitions=4)
+
+    _cold_workers(client)
+    cold = pack_groups(ddf, by="q", budget=400).compute()
+    cold_lines = _worker_lines(client)
+    _cold_workers(client)
+    warm = pack_groups(ddf, by="q", budget=400, line_costs=str(path)).compute()
+    warm_lines = _worker_lines(client)
+
+    assert _rows(warm) == _rows(cold)
+    assert not {line_sha256(line) for line in warm_lines} & stored
+    assert len(warm_lines) < len(cold_lines) - 300  # 320 record lines came from the file
+
+
+def test_bundles_from_workers_store_in_key_order_and_verify(con, client):
+    frame, _ = _bench(con, 80)
+    result = pack_groups(dd.from_pandas(frame.sample(frac=1, random_state=5), npartitions=6),
+                         by="q", budget=512, inputs=True).compute()
+    stored = rms_duck.store_batches(con, result)
+    assert stored.column("q").to_pylist() == list(range(80))
+    assert stored.column("seq").to_pylist() == list(range(1, 81))
+    assert rms_duck.verify_receipts(con) == []
+    assert rms_duck.replay(con, stored.column("receipt_id")[40].as_py()).identical
+
+
+def test_errors_surface_from_the_workers_and_at_once(client):
+    frame = pd.DataFrame({"q": [1, 2], "id": ["a", "b"], "score": [0.5, 4.0],
+                          "content": ["x", "y"]})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(CandidateError, match="field 'score' must be a number in"):
+        pack_groups(ddf, by="q", budget=300).compute()
+    with pytest.raises(ConfigError, match="group key column 'group' is not in the DataFrame"):
+        pack_groups(ddf, by="group", budget=300)
+    with pytest.raises(ConfigError, match="unknown config field"):
+        pack_groups(ddf, by="q", budget=300, config={"formatt": "reader"})
+    with pytest.raises(ConfigError, match="budget must be a whole number"):
+        pack_groups(ddf, by="q", budget=None)
+    with pytest.raises(ConfigError, match="ddf must be a dask DataFrame, got DataFrame"):
+        pack_groups(frame, by="q", budget=300)
+
+
+def test_missing_dask_is_named_with_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask.dataframe", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'rms-duck\[dask\]'"):
+        pack_groups(None, by="q", budget=300)
+
+
+@pytest.mark.slow
+def test_two_thousand_groups_match_duckdb(con, client):
+    frame, expected = _bench(con, 2_000)
+    result = pack_groups(dd.from_pandas(frame, npartitions=8), by="q", budget=512).compute()
+    assert _rows(result) == expected
+
+
+@pytest.mark.slow
+def test_the_dask_bench_checks_bytes_and_reports_ratios():
+    from dataclasses import replace
+
+    from rms_duck.bench import daskbench
+
+    figures = daskbench.measure(replace(daskbench.SMOKE, groups=40, partitions=2))
+    assert figures["identical"] and figures["store"]["verified"]
+    assert figures["speedup_2_vs_1"] > 0 and figures["duckdb_vs_dask2"] > 0
+    assert "2 workers vs 1" in daskbench.render(figures)
