@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -14,10 +15,9 @@ from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..columnar import intake
 from ..config import PackingConfig, parse_config
-from ..errors import CandidateError
-from ..packing.pipeline import pack_candidates
+from ..errors import CandidateError, ConfigError, QueryLimitError
 from .cursors import cursor
-from .linecosts import persist_counter, primed_counter
+from .linecosts import pack_checked, persist_counter
 from .query import check_query
 from .storage import store_bundle
 
@@ -25,7 +25,8 @@ from .storage import store_bundle
 def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordBatch, *,
          budget: int, config: PackingConfig | Mapping[str, Any] | str | None = None,
          store: bool = True, dialect: str = "duckdb", params: Sequence[Any] | None = None,
-         namespace: str | None = None, session_id: str | None = None) -> MemoryBundle:
+         namespace: str | None = None, session_id: str | None = None,
+         timeout: float | None = None, max_rows: int | None = None) -> MemoryBundle:
     """Rank (or take) candidates, pack them into `budget` tokens, and store the result.
 
     Args:
@@ -36,18 +37,22 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
         store: write the bundle and its receipt in one transaction (False skips storing).
         params: values for the query's ? placeholders.
         namespace: the receipt chain to extend (default: the candidates' shared namespace).
+        timeout: seconds the ranking query may run before it is interrupted (None: no limit).
+        max_rows: most candidate rows the ranking query may return (None: no limit).
 
     Returns:
         The MemoryBundle; when stored, its receipt_id is set.
 
     Raises:
         QueryRejectedError, CandidateError, ConfigError: nothing is stored.
+        QueryLimitError (a QueryRejectedError): the query ran past timeout or max_rows.
     """
     config = parse_config(config)
+    _check_limits(timeout, max_rows)
     query = None
     if isinstance(candidates, str):
         checked = check_query(candidates, dialect, tables=known_tables(con))
-        rows = _run_read_only(con, checked.sql, params)
+        rows = _run_read_only(con, checked.sql, params, timeout=timeout, max_rows=max_rows)
         query = checked.to_dict()
     elif isinstance(candidates, (pa.Table, pa.RecordBatch)):
         rows = intake(candidates)  # checked a column at a time; to_candidates finishes
@@ -56,9 +61,9 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
             f"candidates must be a ranking query string or a pyarrow Table, got "
             f"{type(candidates).__name__}; use pa.Table.from_pylist(rows) for Python rows")
     validated = to_candidates(rows)
-    # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing.
-    counter = primed_counter(con, validated, config, budget)
-    bundle = pack_candidates(validated, budget=budget, config=config, counter=counter)
+    # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing; they
+    # are checked, so a wrong one cannot change the bundle.
+    bundle, counter = pack_checked(con, validated, budget=budget, config=config, repair=store)
     if not store:
         return bundle
     stored = store_bundle(con, bundle, validated, namespace=namespace, session_id=session_id,
@@ -80,9 +85,14 @@ def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any) -> None:
 
 def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Every table and view name a query may read: bare, schema- and catalog-qualified."""
-    rows = con.execute(
-        "SELECT database_name, schema_name, table_name FROM duckdb_tables() UNION ALL "
-        "SELECT database_name, schema_name, view_name FROM duckdb_views()").fetchall()
+    cur = con.cursor()  # never the shared connection: another thread may be using it
+    try:
+        rows = cur.execute(
+            "SELECT database_name, schema_name, table_name FROM duckdb_tables() "
+            "WHERE NOT internal UNION ALL SELECT database_name, schema_name, view_name "
+            "FROM duckdb_views() WHERE NOT internal").fetchall()
+    finally:
+        cur.close()
     names: set[str] = set()
     for database, schema, name in rows:
         database, schema, name = database.lower(), schema.lower(), name.lower()
@@ -90,19 +100,51 @@ def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return names
 
 
+_BATCH_ROWS = 10_000
 _RMS_CALL = re.compile(r"\brms_\w+\s*\(", re.IGNORECASE)
 
 
-def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
-                   params: Sequence[Any] | None) -> list[dict[str, Any]]:
-    """Run the guarded query inside a READ ONLY transaction: the engine's own second wall."""
+def _check_limits(timeout: object, max_rows: object) -> None:
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not timeout > 0 or timeout == float("inf")):
+        raise ConfigError(f"timeout must be a positive number of seconds or None, got "
+                          f"{timeout!r}; pass for example timeout=5")
+    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int)
+                                 or max_rows <= 0):
+        raise ConfigError(f"max_rows must be a positive whole number or None, got "
+                          f"{max_rows!r}; pass for example max_rows=100_000")
+
+
+def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None, *,
+                   timeout: float | None = None,
+                   max_rows: int | None = None) -> list[dict[str, Any]]:
+    """Run the guarded query inside a READ ONLY transaction: the engine's own second wall.
+
+    Rows are streamed, so max_rows stops the query once it is passed; timeout interrupts it.
+    """
     # A cursor does not see the connection's TEMP macros; create them when the query calls one.
     cur = cursor(con, macros=bool(_RMS_CALL.search(sql)))
+    timer = threading.Timer(timeout, cur.interrupt) if timeout is not None else None
     try:
         cur.execute("BEGIN TRANSACTION READ ONLY")
         try:
-            return cur.sql(sql, params=list(params or [])).to_arrow_table().to_pylist()
+            if timer is not None:
+                timer.start()
+            rows: list[dict[str, Any]] = []
+            for batch in cur.sql(sql, params=list(params or [])).to_arrow_reader(_BATCH_ROWS):
+                rows.extend(batch.to_pylist())
+                if max_rows is not None and len(rows) > max_rows:
+                    raise QueryLimitError(
+                        f"ranking query returned more than max_rows={max_rows:,} rows; rank "
+                        "fewer candidates (add a LIMIT or a tighter WHERE) or raise max_rows")
+            return rows
+        except duckdb.InterruptException:
+            raise QueryLimitError(
+                f"ranking query ran longer than timeout={timeout} s and was interrupted; make "
+                "it cheaper (an index, a LIMIT, fewer joins) or raise timeout") from None
         finally:
+            if timer is not None:
+                timer.cancel()
             cur.execute("ROLLBACK")
     finally:
         cur.close()

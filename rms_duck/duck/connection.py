@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import duckdb
 
+from ..errors import RmsWarning
 from .cursors import cursor, install_macros, utc
+from .shipped import SCHEMA_FILES, restore_objects
 from .sqlfiles import read_sql
 from .udfs import UDFS
 
@@ -21,11 +25,13 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
 def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb.DuckDBPyConnection:
     """Install the schema (when writable), the UDFs and the macros on `con`.
 
-    A second call skips what is already there; replace=True re-registers the UDFs.
+    A second call skips what is already there; replace=True re-registers the UDFs. Stored
+    rms_* views and macros that differ from the shipped ones are restored, with an RmsWarning
+    naming them (verification never reads them either way).
     """
     utc(con)
     if not _read_only(con):
-        con.execute(read_sql("schema.sql"))
+        install_schema(con)
     present = {row[0] for row in con.execute(
         "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%'"
     ).fetchall()}
@@ -40,6 +46,20 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
                             type="arrow", null_handling="special")
     install_macros(con)
     return con
+
+
+def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create the stored schema and restore changed shipped views and macros (their names)."""
+    for name in SCHEMA_FILES:
+        con.execute(read_sql(name))
+    restored = restore_objects(con)
+    if restored:
+        warnings.warn(RmsWarning(
+            f"restored the shipped definitions of {', '.join(restored)}: the stored ones "
+            "differed (an older rms_duck created them, or someone with write access replaced "
+            "them); run rms_duck.verify_receipts(con) to see whether receipts were edited too"),
+            stacklevel=3)
+    return restored
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:

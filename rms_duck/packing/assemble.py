@@ -67,7 +67,9 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     context = "".join(line + "\n" for line in lines)
     actual = counter.count(context)
     if actual != total:
-        # The per-line sum and the whole count disagree; trust only the whole count.
+        # The per-line sum and the whole count disagree (a wrong loaded cost, or a line the
+        # sum cannot split exactly); trust only the whole count, and let the caller know.
+        counter.mismatches += 1
         context, total = _settle(context, lines, meta, counter.count)
         if total > available:
             return None
