@@ -94,6 +94,15 @@ CREATE TABLE IF NOT EXISTS rms_receipts (
     UNIQUE (chain_namespace, seq)
 );
 
+-- rms_chain_heads: the newest seq and receipt_sha256 of each chain, updated with every
+-- append so that storing needs no scan of rms_receipts. Derived data: storage confirms it
+-- against rms_receipts, and verification never relies on it.
+CREATE TABLE IF NOT EXISTS rms_chain_heads (
+    chain_namespace  VARCHAR PRIMARY KEY,
+    seq              BIGINT NOT NULL,
+    receipt_sha256   VARCHAR NOT NULL
+);
+
 -- rms_receipt_decisions: one row per candidate of every receipt: why it was packed or dropped
 -- (order_key 'inf' marks the candidate the balanced ordering reserves first; str is NULL
 -- for excluded candidates). Plain SQL over rms_receipts, so any DuckDB client can read it.
