@@ -86,7 +86,8 @@ def test_a_full_disk_fails_fast_with_a_clear_error(tmp_path):
 
 def test_a_connection_shared_across_threads_works():
     con = rms_duck.connect()
-    con.execute("INSERT INTO rms_nodes (id, content) SELECT uuid(), 'note ' || i FROM range(50) t(i)")
+    con.execute("INSERT INTO rms_nodes (id, content) "
+                "SELECT uuid(), 'note ' || i FROM range(50) t(i)")
     seen = collections.Counter()
 
     def work():

@@ -39,7 +39,8 @@ def h1_db(tmp_path):
         rms_duck.pack(con, table(k), budget=300, namespace="ns")
     con.close()
     attacker = duckdb.connect(path)
-    rid, text = attacker.execute("SELECT receipt_id, receipt FROM rms_receipts WHERE seq = 2").fetchone()
+    rid, text = attacker.execute(
+        "SELECT receipt_id, receipt FROM rms_receipts WHERE seq = 2").fetchone()
     attacker.execute("UPDATE rms_receipts SET receipt = ? WHERE receipt_id = ?",
                      [text.replace('"BUDGET_EXHAUSTED"', '"DUPLICATE"'), rid])
     attacker.execute(EMPTY_PROBLEMS)
@@ -165,7 +166,8 @@ def test_audit_replay_fails_on_any_replay_difference(tmp_path, capsys, edit):
 def _tables(path):
     con = duckdb.connect(path, read_only=True)
     try:
-        return sorted(r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall())
+        rows = con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        return sorted(r[0] for r in rows)
     finally:
         con.close()
 

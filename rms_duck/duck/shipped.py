@@ -128,7 +128,8 @@ def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
     for name, (kind, definition) in sorted(shipped.items()):
         have = stored.get(name)
         if have is None:
-            where = "verification cannot run" if name in AUDIT_TABLES else "plain DuckDB clients lack it"
+            where = ("verification cannot run" if name in AUDIT_TABLES
+                     else "plain DuckDB clients lack it")
             problems.append(ObjectProblem("STORED_OBJECT_MISSING", name, (
                 f"the {kind.lower()} {name} is missing ({where}): it was dropped, or this is "
                 "not an rms_duck database; restore it from a backup, or open the file "

@@ -34,7 +34,6 @@ from .neighbours import arrange_adjacent
 from .prepare import conflict_map, dedupe
 from .selector import Selector, order_multipath
 
-
 # Budgets, token counts and positions are stored and returned as 32-bit INTEGERs.
 MAX_BUDGET = 2**31 - 1
 
