@@ -79,7 +79,7 @@ def check_heads(cur: duckdb.DuckDBPyConnection, heads: Mapping[str, Any]):
             "FROM rms_receipts WHERE chain_namespace = ? AND seq = ?", [ns, seq]).fetchall()
         if not rows:
             newest = cur.execute("SELECT max(seq) FROM rms_receipts WHERE chain_namespace = ?",
-                                 [ns]).fetchone()[0]
+                                 [ns]).fetchall()[0][0]
             problems.append(ReceiptProblem(
                 problem="HEAD_MISSING", chain_namespace=ns, seq=seq,
                 receipt_id=head.get("receipt_id"), bundle_id=None, detail=(

@@ -17,7 +17,7 @@ from ..columnar import intake
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, QueryLimitError
 from .cursors import cursor
-from .linecosts import pack_checked, persist_counter
+from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import check_query
 from .storage import store_bundle
 
@@ -63,22 +63,27 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | pa.Table | pa.RecordB
     validated = to_candidates(rows)
     # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing; they
     # are checked, so a wrong one cannot change the bundle.
-    bundle, counter = pack_checked(con, validated, budget=budget, config=config, repair=store)
+    bundle, counter, corrections = pack_checked(con, validated, budget=budget,
+                                                config=config, store=store)
     if not store:
         return bundle
     stored = store_bundle(con, bundle, validated, namespace=namespace, session_id=session_id,
                           query=query)
     if counter is not None:
-        _persist_costs(con, counter)
+        _persist_costs(con, counter, corrections)
     return replace(bundle, receipt_id=stored.receipt_id)
 
 
-def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any) -> None:
-    """Save the line costs this pack counted. The bundle and receipt are committed already
-    and rms_line_costs is only a cache, so losing a race for the same line to a concurrent
-    writer (a duplicate-key or write-write conflict) must not fail the pack."""
+def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any,
+                   corrections: dict[str, int]) -> None:
+    """Save the line costs this pack counted and correct the wrong stored ones. The bundle
+    and receipt are committed already and rms_line_costs is only a cache, so losing a race
+    for the same line to a concurrent writer (a duplicate-key or write-write conflict) must
+    not fail the pack."""
     try:
         persist_counter(con, counter)
+        if corrections:
+            repair_line_costs(con, corrections, encoding=counter.encoding)
     except (duckdb.TransactionException, duckdb.ConstraintException):
         pass
 

@@ -158,7 +158,7 @@ def wrong_loaded_costs(counter: LineCounter, context: str) -> dict[str, tuple[in
     wrong = {}
     for line in used:
         stored, exact = counter.loaded_cost(line), counter.exact(line)
-        if stored != exact:
+        if stored is not None and stored != exact:
             wrong[line] = (stored, exact)
     for line, stored in counter.rejected.items():
         wrong[line] = (stored, counter.exact(line))
@@ -166,35 +166,33 @@ def wrong_loaded_costs(counter: LineCounter, context: str) -> dict[str, tuple[in
 
 
 def pack_checked(con, candidates: Sequence[Candidate], *, budget: int, config: PackingConfig,
-                 repair: bool) -> tuple[MemoryBundle, LineCounter | None]:
+                 store: bool) -> tuple[MemoryBundle, LineCounter | None, dict[str, int]]:
     """pack_candidates() with the persisted line costs, none of which can change the result.
 
     A wrong stored cost that the pack used makes it run again from the tokenizer alone; any
-    wrong cost found is reported with an RmsWarning and, with repair=True, overwritten.
-    Returns the bundle and the counter whose fresh costs may be persisted.
+    wrong cost found is reported with an RmsWarning. Returns the bundle, the counter whose
+    fresh costs may be persisted, and the exact costs of the wrong rows (line -> cost), which
+    the caller writes back after storing (repair_line_costs).
     """
     counter = primed_counter(con, candidates, config, budget)
     bundle = pack_candidates(candidates, budget=budget, config=config, counter=counter)
     if counter is None:
-        return bundle, None
+        return bundle, None, {}
     wrong = wrong_loaded_costs(counter, bundle.context)
     if not wrong:
-        return bundle, counter
+        return bundle, counter, {}
     if any(line in counter.consulted for line in wrong):
         counter = LineCounter(config.encoding, record=True)
         bundle = pack_candidates(candidates, budget=budget, config=config, counter=counter)
-    if repair:
-        repair_line_costs(con, {line: exact for line, (_, exact) in wrong.items()},
-                          encoding=config.encoding)
     sample = ", ".join(f"{stored} instead of {exact}" for stored, exact in
                        list(wrong.values())[:3])
     warnings.warn(RmsWarning(
         f"rms_line_costs held {len(wrong)} wrong cost(s) for this pack's lines ({sample}); "
         "the pack was counted with the tokenizer instead"
-        + (" and the rows were corrected" if repair else "")
+        + (" and the rows are corrected as it is stored" if store else "")
         + ": someone edited the cache; run `rms-duck audit --db PATH --line-costs` to find "
         "the others, or DELETE FROM rms_line_costs (it is only a cache)"), stacklevel=3)
-    return bundle, counter
+    return bundle, counter, {line: exact for line, (_, exact) in wrong.items()}
 
 
 def prime_counter(con, counter: LineCounter, lines: Iterable[str]) -> int:

@@ -144,7 +144,7 @@ def _swap(node: exp.Expr, new: exp.Expr) -> None:
     """node.replace(new) in constant time (replace() searches the parent's list: quadratic
     over an IN list of thousands of literals)."""
     parent, key, index = node.parent, node.arg_key, node.index
-    if parent is None:
+    if parent is None or key is None:
         return
     if index is None:
         parent.args[key] = new

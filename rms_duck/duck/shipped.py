@@ -54,9 +54,10 @@ def shipped_statements() -> dict[str, tuple[str, str]]:
 def view_query(name: str) -> str:
     """The SELECT of a shipped view, as text (no CREATE), from the package's schema.sql."""
     kind, text = shipped_statements()[name]
-    if kind != "VIEW":
+    match = _CREATE.match(text)
+    if kind != "VIEW" or match is None:
         raise KeyError(f"{name} is a shipped {kind}, not a view")
-    return text[_CREATE.match(text).end():].strip()
+    return text[match.end():].strip()
 
 
 def with_views(sql: str, *names: str) -> str:
@@ -103,8 +104,10 @@ def _fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
     for (name,) in con.execute(
             f"SELECT type_name FROM duckdb_types() WHERE {db} AND NOT internal "
             "AND type_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
-        (shape,) = con.execute(f'SELECT typeof(CAST(NULL AS "{name}"))').fetchone()
-        out[name.lower()] = ("TYPE", shape)
+        # The name comes from the audited file: quote it as an identifier, never splice it raw.
+        quoted = '"' + name.replace('"', '""') + '"'
+        row = con.execute(f"SELECT typeof(CAST(NULL AS {quoted}))").fetchone()
+        out[name.lower()] = ("TYPE", row[0] if row else "")
     return out
 
 
