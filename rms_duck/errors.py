@@ -34,6 +34,11 @@ class ContextRefError(RmsError, LookupError):
     """A citation reference such as 'm3' names no packed record."""
 
 
+class StoredObjectError(RmsError):
+    """An object stored in the database is in the way of rms_duck's own (a macro named
+    like one of its UDFs) and the connection is read-only, so it cannot be removed."""
+
+
 class QueryLimitError(QueryRejectedError):
     """A ranking query ran past its timeout or returned more than max_rows rows."""
 

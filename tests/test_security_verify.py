@@ -197,3 +197,37 @@ def test_audit_reports_dropped_tables_instead_of_recreating_them(tmp_path, capsy
         assert f"STORED_OBJECT_MISSING at object {name}" in out
     assert "verify      OK" not in out
     assert _tables(path) == before
+
+
+def test_a_read_only_connection_warns_about_changed_objects(h1_db):
+    with pytest.warns(RmsWarning, match="stored objects differ from the shipped ones: "
+                                         "rms_receipt_problems"):
+        con = rms_duck.connect(h1_db, read_only=True)
+    try:
+        assert "STORED_OBJECT_CHANGED" in codes(rms_duck.verify_receipts(con))
+    finally:
+        con.close()
+
+
+def test_a_stored_macro_named_like_a_udf_is_reported_and_dropped(tmp_path):
+    from rms_duck.errors import StoredObjectError
+
+    path = str(tmp_path / "udf.duckdb")
+    rms_duck.connect(path).close()
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE MACRO rms_pack_udf(a, b, c) AS NULL")
+    attacker.close()
+    audit = duckdb.connect(path, read_only=True)
+    assert "STORED_OBJECT_UNKNOWN" in codes(rms_duck.verify_receipts(audit))
+    audit.close()
+    with pytest.raises(StoredObjectError, match=r"rms_pack_udf.*rms_duck.connect\(path\)"):
+        with pytest.warns(RmsWarning):
+            rms_duck.connect(path, read_only=True)
+    with pytest.warns(RmsWarning, match=r"dropped stored macros .*\(rms_pack_udf\)"):
+        con = rms_duck.connect(path)
+    try:
+        assert rms_duck.verify_receipts(con) == []
+        assert con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "
+                           "300).tokens_used").fetchone()[0] > 0
+    finally:
+        con.close()

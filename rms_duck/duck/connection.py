@@ -6,9 +6,9 @@ import warnings
 
 import duckdb
 
-from ..errors import RmsWarning
+from ..errors import RmsWarning, StoredObjectError
 from .cursors import cursor, install_macros, utc
-from .shipped import SCHEMA_FILES, restore_objects
+from .shipped import SCHEMA_FILES, object_problems, restore_objects
 from .sqlfiles import read_sql
 from .udfs import UDFS
 
@@ -30,11 +30,17 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
     naming them (verification never reads them either way).
     """
     utc(con)
-    if not _read_only(con):
+    read_only = _read_only(con)
+    if not read_only:
         install_schema(con)
+    else:
+        _warn_changed(con)
+    _clear_udf_names(con, read_only)
+    # Only Python UDFs count (they live in the system catalog): a macro stored in the file
+    # under a UDF's name must not stop the real UDF from being registered.
     present = {row[0] for row in con.execute(
-        "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%'"
-    ).fetchall()}
+        "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%' "
+        "AND database_name = 'system' AND function_type = 'scalar'").fetchall()}
     for udf in UDFS:
         if udf.name in present:
             if not replace:
@@ -60,6 +66,42 @@ def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
             "them); run rms_duck.verify_receipts(con) to see whether receipts were edited too"),
             stacklevel=3)
     return restored
+
+
+def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
+    """Drop stored macros named like rms_duck's UDFs: DuckDB would call them instead."""
+    names = [u.name for u in UDFS]
+    blocking = con.execute(
+        "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
+        "WHERE database_name NOT IN ('system', 'temp') AND function_type IN "
+        "('macro', 'table_macro') AND list_contains(?, function_name) ORDER BY 1",
+        [names]).fetchall()
+    if not blocking:
+        return
+    listed = ", ".join(name for name, _ in blocking)
+    if read_only:
+        raise StoredObjectError(
+            f"the database stores macros named like rms_duck's own functions ({listed}); "
+            "DuckDB would run them instead of rms_duck's. Open the file writable once with "
+            "rms_duck.connect(path) to drop them, or audit it with `rms-duck audit --db PATH`, "
+            "which does not need them")
+    for name, kind in blocking:
+        con.execute(f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}IF EXISTS {name}")
+    warnings.warn(RmsWarning(
+        f"dropped stored macros named like rms_duck's own functions ({listed}): someone with "
+        "write access created them; run rms_duck.verify_receipts(con) to see whether receipts "
+        "were edited too"), stacklevel=3)
+
+
+def _warn_changed(con: duckdb.DuckDBPyConnection) -> None:
+    """On a read-only file nothing can be restored: say what differs instead."""
+    odd = [p.name for p in object_problems(con) if p.problem != "STORED_OBJECT_MISSING"]
+    if odd:
+        warnings.warn(RmsWarning(
+            f"stored objects differ from the shipped ones: {', '.join(odd)}; rms_duck's own "
+            "checks ignore them, but SQL that reads them may be misled; run "
+            "rms_duck.verify_receipts(con) for details, and open the file writable once with "
+            "rms_duck.connect(path) to restore shipped views and macros"), stacklevel=3)
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
