@@ -54,10 +54,18 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
     return con
 
 
-def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Create the stored schema and restore changed shipped views and macros (their names)."""
+def create_stored_objects(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every object rms_duck stores in a database (tables, views, persistent macros,
+    types, indexes); idempotent. Everything persistent must be created here and only here:
+    verification compares a database's stored rms_* objects with what this function
+    creates in a fresh in-memory database (duck/shipped.py)."""
     for name in SCHEMA_FILES:
         con.execute(read_sql(name))
+
+
+def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create the stored schema and restore changed shipped views and macros (their names)."""
+    create_stored_objects(con)
     restored = restore_objects(con)
     if restored:
         warnings.warn(RmsWarning(

@@ -18,7 +18,8 @@ import duckdb
 
 from .sqlfiles import read_sql
 
-# Files whose statements create the objects stored in a database (run by register()).
+# Files whose statements create the objects stored in a database, run in this order by
+# connection.create_stored_objects(); shipped_statements() reads their CREATE statements.
 SCHEMA_FILES = ("schema.sql",)
 # The tables verification, replay and the audit read.
 AUDIT_TABLES = ("rms_receipts", "rms_bundles", "rms_nodes", "rms_line_costs")
@@ -114,10 +115,11 @@ def _fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
 @cache
 def _reference() -> dict[str, tuple[str, str]]:
     """What the shipped schema files store, as DuckDB itself renders it (this version)."""
+    from .connection import create_stored_objects  # connection imports this module
+
     con = duckdb.connect()
     try:
-        for name in SCHEMA_FILES:
-            con.execute(read_sql(name))
+        create_stored_objects(con)
         return _fingerprints(con)
     finally:
         con.close()
