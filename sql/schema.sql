@@ -178,6 +178,14 @@ fields AS (
     FROM linked AS l
     WHERE l.is_json
 ),
+decided AS (
+    SELECT receipt_id, count(*) FILTER (WHERE decision = 'included') AS included,
+           count(*) FILTER (WHERE decision = 'excluded') AS excluded
+    FROM (SELECT l.receipt_id,
+                 unnest(json_extract_string(l.j, '$.candidates[*].decision')) AS decision
+          FROM linked AS l WHERE l.is_json) AS d
+    GROUP BY receipt_id
+),
 bundle_fields AS (
     SELECT l.chain_namespace, l.seq, l.receipt_id, l.bundle_id, unnest([
         {'field': 'tokens_used', 'stored': CAST(b.tokens_used AS VARCHAR),
@@ -210,13 +218,12 @@ bundle_fields AS (
         {'field': 'query_text', 'stored': b.query_text,
          'recorded': json_extract_string(l.j, '$.query.sql')},
         {'field': 'included_count', 'stored': CAST(b.included_count AS VARCHAR),
-         'recorded': CAST(len(list_filter(json_extract_string(l.j, '$.candidates[*].decision'),
-                                          lambda d: d = 'included')) AS VARCHAR)},
+         'recorded': CAST(coalesce(dc.included, 0) AS VARCHAR)},
         {'field': 'excluded_count', 'stored': CAST(b.excluded_count AS VARCHAR),
-         'recorded': CAST(len(list_filter(json_extract_string(l.j, '$.candidates[*].decision'),
-                                          lambda d: d = 'excluded')) AS VARCHAR)}
+         'recorded': CAST(coalesce(dc.excluded, 0) AS VARCHAR)}
     ], recursive := true)
     FROM linked AS l JOIN rms_bundles AS b ON b.bundle_id = l.bundle_id
+    LEFT JOIN decided AS dc ON dc.receipt_id = l.receipt_id
     WHERE l.is_json
 ),
 bound AS (

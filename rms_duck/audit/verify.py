@@ -34,6 +34,9 @@ PROBLEMS = {
                              "budget, format, flags or a metric) differs from the receipt",
     "INPUTS_MISMATCH": "the bundle's inputs do not hash to the receipt's inputs_sha256",
     "RECEIPT_MISSING": "a bundle has no receipt",
+}
+# The codes verify_receipts() adds from Python: stored objects, and saved chain heads.
+CHECK_PROBLEMS = {
     "STORED_OBJECT_MISSING": "a shipped rms_* table, view, macro or type is not in the database",
     "STORED_OBJECT_CHANGED": "a stored rms_* object differs from the shipped definition",
     "STORED_OBJECT_UNKNOWN": "an rms_* view or macro that rms_duck does not ship",
@@ -47,7 +50,7 @@ _NEEDED = ("rms_receipts", "rms_bundles")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReceiptProblem:
-    """One failed check: a code from PROBLEMS, where it is, and what to do."""
+    """One failed check: a code from PROBLEMS or CHECK_PROBLEMS, where it is, and what to do."""
 
     problem: str
     chain_namespace: str | None
