@@ -82,3 +82,22 @@ def test_the_process_line_cache_is_capped_by_bytes(monkeypatch):
     assert 0 < cache_bytes("cl100k_base") <= 4 * 1024 * 1024
     clear_line_cache()
     assert cache_bytes() == 0
+
+
+def test_the_render_memo_is_capped_by_bytes(monkeypatch):
+    """M5's RSS growth came from the per-format render memo (16,384 entries, each keeping a
+    view and its line alive): 300 packs of one distinct 1 MB record grew RSS by 670 MB."""
+    import sys
+
+    from rms_duck.formats import base
+
+    monkeypatch.setattr(base, "_MEMO_BYTES", 4 * 1024 * 1024)
+    base.clear_render_memos()
+    for i in range(200):  # 200 distinct records of about 20 kB: 8 MB of lines
+        rms_duck.pack_candidates([{"id": f"m{i}", "score": 0.5,
+                                   "content": f"{i} " + "dolor sit " * 2_000}], budget=50_000)
+    held = sum(2 * sys.getsizeof(line) for memo in base._MEMOS for line in memo.values())
+    assert 0 < held <= 4 * 1024 * 1024 * len(base._MEMOS)
+    big = "x " * 200_000  # a line larger than a 64th of the cap is never kept
+    rms_duck.pack_candidates([{"id": "big", "score": 0.5, "content": big}], budget=500_000)
+    assert not any(big in line for memo in base._MEMOS for line in memo.values())
