@@ -34,11 +34,19 @@ _EXPORTS = {
     "refresh_token_estimates": "rms_duck.duck.organiser",
     "replay": "rms_duck.audit.replay",
     "verify_receipts": "rms_duck.audit.verify",
+    "export_heads": "rms_duck.audit.heads",
+    "read_heads": "rms_duck.audit.heads",
+    "write_heads": "rms_duck.audit.heads",
+    "check_line_costs": "rms_duck.audit.linecheck",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:
+    from .audit.heads import export_heads as export_heads
+    from .audit.heads import read_heads as read_heads
+    from .audit.heads import write_heads as write_heads
+    from .audit.linecheck import check_line_costs as check_line_costs
     from .audit.replay import replay as replay
     from .audit.verify import verify_receipts as verify_receipts
     from .bundle import MemoryBundle as MemoryBundle

@@ -253,15 +253,28 @@ def _structured(where: _Where, value: object) -> str:
     if isinstance(value, str):
         try:
             value = json.loads(value)
+        except RecursionError:
+            raise where.fail("structured_value", _clip_nested(value),
+                             "is nested too deeply to read",
+                             "store a flatter JSON value (at most a few hundred levels)") from None
         except ValueError:
             raise where.fail("structured_value", value, "must be JSON",
                              "store valid JSON text or a STRUCT") from None
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                           default=str)
+    except RecursionError:
+        raise where.fail("structured_value", _clip_nested(value), "is nested too deeply to read",
+                         "store a flatter JSON value (at most a few hundred levels)") from None
     except (TypeError, ValueError):
         raise where.fail("structured_value", value, "must be JSON-serialisable",
                          "store valid JSON text or a STRUCT") from None
+
+
+def _clip_nested(value: object) -> str:
+    """A short stand-in for a value too deep to repr()."""
+    text = value if isinstance(value, str) else f"<{type(value).__name__}>"
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _condition(where: _Where, value: object) -> str:

@@ -179,6 +179,10 @@ def parse_config(value: object) -> PackingConfig:
 def _load_json(text: str | bytes) -> object:
     try:
         parsed = json.loads(text)
+    except RecursionError:
+        raise ConfigError(
+            f"config is nested too deeply to read: {_clip(text)!r}; pass a flat JSON object "
+            'of PackingConfig fields such as \'{"context_format": "auditable"}\'') from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"config is not valid JSON ({exc.msg} at position {exc.pos}): {_clip(text)!r}; "

@@ -34,6 +34,19 @@ class ContextRefError(RmsError, LookupError):
     """A citation reference such as 'm3' names no packed record."""
 
 
+class StoredObjectError(RmsError):
+    """An object stored in the database is in the way of rms_duck's own (a macro named
+    like one of its UDFs) and the connection is read-only, so it cannot be removed."""
+
+
+class QueryLimitError(QueryRejectedError):
+    """A ranking query ran past its timeout or returned more than max_rows rows."""
+
+
+class RmsWarning(UserWarning):
+    """Something was wrong and has been repaired (a changed stored view, a wrong cached cost)."""
+
+
 def did_you_mean(value: object, choices: Iterable[str]) -> str:
     """Return ' Did you mean 'x'?' for the closest choice, or ''."""
     close = difflib.get_close_matches(str(value), list(choices), n=1)

@@ -96,6 +96,15 @@ CREATE TABLE IF NOT EXISTS rms_receipts (
     UNIQUE (chain_namespace, seq)
 );
 
+-- rms_chain_heads: the newest seq and receipt_sha256 of each chain, updated with every
+-- append so that storing needs no scan of rms_receipts. Derived data: storage confirms it
+-- against rms_receipts, and verification never relies on it.
+CREATE TABLE IF NOT EXISTS rms_chain_heads (
+    chain_namespace  VARCHAR PRIMARY KEY,
+    seq              BIGINT NOT NULL,
+    receipt_sha256   VARCHAR NOT NULL
+);
+
 -- rms_receipt_decisions: one row per candidate of every receipt: why it was packed or dropped
 -- (order_key 'inf' marks the candidate the balanced ordering reserves first; str is NULL
 -- for excluded candidates). Plain SQL over rms_receipts, so any DuckDB client can read it.
@@ -135,8 +144,8 @@ FROM items;
 -- rms_receipt_problems: every way the stored receipts fail to verify (no rows: all is well).
 -- Checks each digest (sha256 of the receipt text), the columns against the digested body,
 -- the chain (seq 1, 2, 3 ... and prev_sha256 = sha256 of the previous receipt's text) and
--- the bundle binding (context and inputs digests, the bundle's counts, flags and metrics
--- against the receipt, a bundle for every receipt and back).
+-- the bundle binding (context and inputs digests; every other bundle column against the
+-- receipt, or against what the receipt's decisions imply; a bundle for every receipt and back).
 CREATE VIEW IF NOT EXISTS rms_receipt_problems AS
 WITH hashed AS (
     SELECT r.*, sha256(r.receipt) AS actual_sha256, json_valid(r.receipt) AS is_json
@@ -171,6 +180,14 @@ fields AS (
     FROM linked AS l
     WHERE l.is_json
 ),
+decided AS (
+    SELECT receipt_id, count(*) FILTER (WHERE decision = 'included') AS included,
+           count(*) FILTER (WHERE decision = 'excluded') AS excluded
+    FROM (SELECT l.receipt_id,
+                 unnest(json_extract_string(l.j, '$.candidates[*].decision')) AS decision
+          FROM linked AS l WHERE l.is_json) AS d
+    GROUP BY receipt_id
+),
 bundle_fields AS (
     SELECT l.chain_namespace, l.seq, l.receipt_id, l.bundle_id, unnest([
         {'field': 'tokens_used', 'stored': CAST(b.tokens_used AS VARCHAR),
@@ -192,9 +209,23 @@ bundle_fields AS (
                           AS VARCHAR)},
         {'field': 'budget_waste', 'stored': CAST(b.budget_waste AS VARCHAR),
          'recorded': CAST(CAST(json_extract(l.j, '$.metrics.budget_waste') AS DOUBLE)
-                          AS VARCHAR)}
+                          AS VARCHAR)},
+        {'field': 'created_at', 'stored': CAST(b.created_at AS VARCHAR),
+         'recorded': CAST(TRY_CAST(json_extract_string(l.j, '$.created_at') AS TIMESTAMPTZ)
+                          AS VARCHAR)},
+        {'field': 'namespace_id', 'stored': b.namespace_id,
+         'recorded': json_extract_string(l.j, '$.chain_namespace')},
+        {'field': 'session_id', 'stored': b.session_id,
+         'recorded': json_extract_string(l.j, '$.session_id')},
+        {'field': 'query_text', 'stored': b.query_text,
+         'recorded': json_extract_string(l.j, '$.query.sql')},
+        {'field': 'included_count', 'stored': CAST(b.included_count AS VARCHAR),
+         'recorded': CAST(coalesce(dc.included, 0) AS VARCHAR)},
+        {'field': 'excluded_count', 'stored': CAST(b.excluded_count AS VARCHAR),
+         'recorded': CAST(coalesce(dc.excluded, 0) AS VARCHAR)}
     ], recursive := true)
     FROM linked AS l JOIN rms_bundles AS b ON b.bundle_id = l.bundle_id
+    LEFT JOIN decided AS dc ON dc.receipt_id = l.receipt_id
     WHERE l.is_json
 ),
 bound AS (
@@ -336,6 +367,8 @@ CREATE TABLE IF NOT EXISTS rms_line_costs (
     n_tokens     INTEGER NOT NULL,
     PRIMARY KEY (encoding, line_sha256)
 );
+-- Lookups by line digest probe this index, so their cost does not grow with the table.
+CREATE INDEX IF NOT EXISTS rms_line_costs_by_line ON rms_line_costs (line_sha256);
 
 -- rms_stopwords: words the lexical index and queries skip (seeded once; edit, then run
 -- rms_duck.duck.ranking.refresh_index(con, full=True))

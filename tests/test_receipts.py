@@ -247,10 +247,12 @@ def test_problem_str_names_the_place_and_the_fix(chain):
     assert "restore the row from a backup" in str(problem)
 
 
-def test_verify_needs_the_schema():
+def test_verify_reports_a_database_without_the_schema_and_writes_nothing():
     import duckdb
 
-    from rms_duck.errors import ReceiptError
     bare = duckdb.connect()
-    with pytest.raises(ReceiptError, match=r"rms_receipt_problems.*rms_duck.register\(con\)"):
-        rms_duck.verify_receipts(bare)
+    problems = rms_duck.verify_receipts(bare)
+    missing = {p.object_name for p in problems if p.problem == "STORED_OBJECT_MISSING"}
+    assert {"rms_receipts", "rms_bundles"} <= missing
+    assert "rms_duck.connect(path)" in str(problems[0])
+    assert bare.execute("SELECT count(*) FROM duckdb_tables()").fetchone() == (0,)

@@ -1,7 +1,8 @@
 """explain(): why each candidate of a stored receipt was packed or dropped.
 
-Reads the rms_receipt_decisions view, the same rows as SQL's
-`SELECT * FROM rms_receipt_candidates(<receipt id>)`.
+Runs the rms_receipt_decisions query shipped in the package (not the view stored in the
+database, which a writer could replace): the same rows as SQL's
+`SELECT * FROM rms_receipt_candidates(<receipt id>)` on an untampered database.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 import duckdb
 
 from ..duck.cursors import cursor
+from ..duck.shipped import with_views
 from .ids import resolve_receipt_id
 
 
@@ -30,9 +32,9 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
     cur = cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
-        return cur.sql(
+        return cur.sql(with_views(
             "SELECT * FROM rms_receipt_decisions WHERE receipt_id = ? "
             "ORDER BY position NULLS LAST, tier NULLS LAST, order_key DESC NULLS LAST, node_id",
-            params=[rid]).to_arrow_table().to_pylist()
+            "rms_receipt_decisions"), params=[rid]).to_arrow_table().to_pylist()
     finally:
         cur.close()

@@ -1,5 +1,6 @@
 """The `rms-duck audit` report: bundles, flags, exclusions, query shapes, session metrics
-and verification, gathered from the audit views into one value, then formatted.
+and verification, gathered into one value, then formatted. The views' SQL comes from the
+package (duck/shipped.py), never from the database being audited; nothing is written.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from typing import Any
 import duckdb
 
 from ..duck.cursors import cursor
+from ..duck.shipped import AUDIT_TABLES, with_views
 from ..errors import RmsError
+from .linecheck import LineCostCheck, check_line_costs
 from .replay import replay
 from .verify import ReceiptProblem, verify_receipts
 
@@ -19,8 +22,23 @@ from .verify import ReceiptProblem, verify_receipts
 class Replayed:
     receipt_id: str
     identical: bool
+    same_decisions: bool = False
+    encoding_changed: bool = False
     changed_nodes: tuple[str, ...] = ()
     error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Same bytes, same decisions, same tokenizer: the receipt is reproduced exactly."""
+        return (self.identical and self.same_decisions and not self.encoding_changed
+                and self.error is None)
+
+    @property
+    def differences(self) -> list[str]:
+        out = [] if self.identical else ["context bytes differ"]
+        out += [] if self.same_decisions else ["decisions differ"]
+        out += ["encoding changed"] if self.encoding_changed else []
+        return out + ([self.error] if self.error else [])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,11 +54,13 @@ class AuditSummary:
     session_metrics: list[dict[str, Any]]
     problems: list[ReceiptProblem]
     replays: list[Replayed] | None = None
+    line_costs: LineCostCheck | None = None
 
     @property
     def ok(self) -> bool:
-        """Verification passed and every replay (when run) reproduced its bytes."""
-        return not self.problems and all(r.identical for r in self.replays or [])
+        """Verification passed and every replay (when run) reproduced the receipt exactly."""
+        return (not self.problems and all(r.ok for r in self.replays or [])
+                and (self.line_costs is None or self.line_costs.ok))
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -48,8 +68,16 @@ class AuditSummary:
         return out
 
 
-def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False) -> AuditSummary:
-    """Collect the audit report from the rms views (read-only)."""
+def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False,
+              heads: dict[str, Any] | None = None,
+              with_line_costs: bool = False) -> AuditSummary:
+    """Collect the audit report with the shipped SQL (reads only; a read-only connection works)."""
+    problems = verify_receipts(con, heads=heads)
+    if any(p.problem == "STORED_OBJECT_MISSING" and p.object_name in AUDIT_TABLES
+           for p in problems):
+        return AuditSummary(bundles=0, sessions=0, tokens_used=0, budget=0, chains={},
+                            flags={}, exclusions={}, query_shapes=[], session_metrics=[],
+                            problems=problems, replays=[] if with_replay else None)
     cur = cursor(con)
     try:
         bundles, sessions, used, budget = cur.execute(
@@ -59,15 +87,20 @@ def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False) -> A
                               "GROUP BY ALL ORDER BY 1")
         flags = _counts(cur, "SELECT flag, count(*) FROM (SELECT unnest(flags) AS flag "
                              "FROM rms_bundles) GROUP BY ALL ORDER BY 2 DESC, 1")
-        exclusions = _counts(cur, "SELECT reason, count(*) FROM rms_receipt_decisions "
-                                  "WHERE decision = 'excluded' GROUP BY ALL ORDER BY 2 DESC, 1")
-        shapes = _rows(cur, "SELECT * FROM rms_query_shapes ORDER BY bundles DESC, fingerprint")
-        metrics = _rows(cur, "SELECT * FROM rms_session_metrics ORDER BY first_at, session_id")
+        exclusions = _counts(cur, with_views(
+            "SELECT reason, count(*) FROM rms_receipt_decisions "
+            "WHERE decision = 'excluded' GROUP BY ALL ORDER BY 2 DESC, 1",
+            "rms_receipt_decisions"))
+        shapes = _rows(cur, with_views(
+            "SELECT * FROM rms_query_shapes ORDER BY bundles DESC, fingerprint",
+            "rms_query_shapes"))
+        metrics = _rows(cur, with_views(
+            "SELECT * FROM rms_session_metrics ORDER BY first_at, session_id",
+            "rms_receipt_decisions", "rms_session_metrics"))
         ids = [r[0] for r in cur.execute("SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts "
                                          "ORDER BY chain_namespace, seq").fetchall()]
     finally:
         cur.close()
-    problems = verify_receipts(con)
     replays = None
     if with_replay:
         replays = []
@@ -78,11 +111,14 @@ def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False) -> A
                 replays.append(Replayed(receipt_id=rid, identical=False, error=str(exc)))
                 continue
             replays.append(Replayed(receipt_id=rid, identical=result.identical,
+                                    same_decisions=result.same_decisions,
+                                    encoding_changed=result.encoding_changed,
                                     changed_nodes=result.changed_nodes))
     return AuditSummary(bundles=bundles, sessions=sessions, tokens_used=int(used),
                         budget=int(budget), chains=chains, flags=flags, exclusions=exclusions,
                         query_shapes=shapes, session_metrics=metrics, problems=problems,
-                        replays=replays)
+                        replays=replays,
+                        line_costs=check_line_costs(con) if with_line_costs else None)
 
 
 def format_summary(summary: AuditSummary, *, database: str) -> str:
@@ -106,13 +142,23 @@ def format_summary(summary: AuditSummary, *, database: str) -> str:
         lines.append(f"verify      OK: {receipts} receipt(s) in {len(s.chains)} chain(s); "
                      "digests, links and bundle bindings all check out")
     if s.replays is not None:
-        bad = [r for r in s.replays if not r.identical]
+        bad = [r for r in s.replays if not r.ok]
         changed = sum(1 for r in s.replays if r.changed_nodes)
         verdict = "OK" if not bad else f"FAILED ({len(bad)} differ)"
         lines.append(f"replay      {verdict}: {len(s.replays) - len(bad)} of {len(s.replays)} "
-                     f"receipt(s) reproduce their bytes; {changed} with nodes changed since")
-        lines += [f"  DIFFERS {r.receipt_id}" + (f": {r.error}" if r.error else "")
-                  for r in bad]
+                     "receipt(s) reproduce their bytes, decisions and encoding; "
+                     f"{changed} with nodes changed since")
+        lines += [f"  DIFFERS {r.receipt_id}: {'; '.join(r.differences)}" for r in bad]
+    if s.line_costs is not None:
+        c = s.line_costs
+        verdict = "OK" if c.ok else f"FAILED: {len(c.wrong)} wrong row(s)"
+        lines.append(f"line costs  {verdict}: {c.checked} of {c.rows} row(s) recounted"
+                     + (", all exact" if c.ok else ""))
+        lines += [f"  WRONG {w.encoding} {w.line_sha256}: stores {w.stored}, exact {w.exact}"
+                  for w in c.wrong[:20]]
+        if not c.ok:
+            lines.append("  fix: DELETE FROM rms_line_costs WHERE line_sha256 IN (...) "
+                         "(the table is only a cache; packs recount what is missing)")
     return "\n".join(lines)
 
 

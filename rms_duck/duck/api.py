@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -13,12 +15,11 @@ from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..columnar import intake
 from ..config import PackingConfig, parse_config
-from ..errors import QueryRejectedError, ReceiptError
-from ..packing.pipeline import pack_candidates
+from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError
 from .arrowin import arrow_table
 from .cursors import cursor
 from .indexcheck import ensure_index, reads_lexical_index
-from .linecosts import persist_counter, primed_counter
+from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import check_query
 from .storage import store_bundle
 
@@ -26,7 +27,8 @@ from .storage import store_bundle
 def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
          budget: int, config: PackingConfig | Mapping[str, Any] | str | None = None,
          store: bool = True, dialect: str = "duckdb", params: Sequence[Any] | None = None,
-         namespace: str | None = None, session_id: str | None = None) -> MemoryBundle:
+         namespace: str | None = None, session_id: str | None = None,
+         timeout: float | None = None, max_rows: int | None = None) -> MemoryBundle:
     """Rank (or take) candidates, pack them into `budget` tokens, and store the result.
 
     Args:
@@ -40,6 +42,8 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
         store: write the bundle and its receipt in one transaction (False skips storing).
         params: values for the query's ? placeholders.
         namespace: the receipt chain to extend (default: the candidates' shared namespace).
+        timeout: seconds the ranking query may run before it is interrupted (None: no limit).
+        max_rows: most candidate rows the ranking query may return (None: no limit).
 
     Returns:
         The MemoryBundle; when stored, its receipt_id is set.
@@ -47,16 +51,26 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     Raises:
         QueryRejectedError, CandidateError, ConfigError: nothing is stored.
         ReceiptError: store=True on a read-only database (pass store=False).
+        QueryLimitError (a QueryRejectedError): the query ran past timeout or max_rows.
     """
     config = parse_config(config)
+    _check_limits(timeout, max_rows)
     query = None
     if isinstance(candidates, str):
-        local = connection_local_tables(con)
-        checked = check_query(candidates, dialect, tables=known_tables(con))
+        with _connection_lock(con):  # threads may share `con`: it refuses a second caller
+            local = connection_local_tables(con)
+        # TEMP objects and registered DataFrames are visible only on `con` itself.
+        checked = check_query(candidates, dialect, tables=known_tables(con) | local)
         if reads_lexical_index(checked.sql):
-            ensure_index(con)
-        reads_local = bool(local & set(checked.tables))
-        rows: Sequence[Any] = _run_read_only(con, checked.sql, params, on_connection=reads_local)
+            with _connection_lock(con):
+                ensure_index(con)
+        rows: Sequence[Any]
+        if local & set(checked.tables):
+            with _connection_lock(con):
+                rows = _run_read_only(con, checked.sql, params, on_connection=True,
+                                      timeout=timeout, max_rows=max_rows)
+        else:
+            rows = _run_read_only(con, checked.sql, params, timeout=timeout, max_rows=max_rows)
         query = checked.to_dict()
     else:
         # Any Arrow-capable table, checked a column at a time; to_candidates finishes.
@@ -72,9 +86,10 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
     """pack() for candidate rows already in Python (dicts): the CLI and MCP server use it."""
     config = parse_config(config)
     validated = to_candidates(rows)
-    # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing.
-    counter = primed_counter(con, validated, config, budget)
-    bundle = pack_candidates(validated, budget=budget, config=config, counter=counter)
+    # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing; they
+    # are checked, so a wrong one cannot change the bundle.
+    bundle, counter, corrections = pack_checked(con, validated, budget=budget,
+                                                config=config, store=store)
     if not store:
         return bundle
     try:
@@ -87,30 +102,53 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
             "cannot store the bundle: the database is open read-only; pass store=False to "
             "pack without storing, or open it with rms_duck.connect(path)") from None
     if counter is not None:
-        _persist_costs(con, counter)
+        _persist_costs(con, counter, corrections)
     return replace(bundle, receipt_id=stored.receipt_id)
 
 
-def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any) -> None:
-    """Save the line costs this pack counted. The bundle and receipt are committed already
-    and rms_line_costs is only a cache, so losing a race for the same line to a concurrent
-    writer (a duplicate-key or write-write conflict) must not fail the pack."""
+def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any,
+                   corrections: dict[str, int]) -> None:
+    """Save the line costs this pack counted and correct the wrong stored ones. The bundle
+    and receipt are committed already and rms_line_costs is only a cache, so losing a race
+    for the same line to a concurrent writer (a duplicate-key or write-write conflict) must
+    not fail the pack."""
     try:
         persist_counter(con, counter)
+        if corrections:
+            repair_line_costs(con, corrections, encoding=counter.encoding)
     except (duckdb.TransactionException, duckdb.ConstraintException):
         pass
 
 
 def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Every table and view name a query may read: bare, schema- and catalog-qualified."""
-    rows = con.execute(
-        "SELECT database_name, schema_name, table_name FROM duckdb_tables() UNION ALL "
-        "SELECT database_name, schema_name, view_name FROM duckdb_views()").fetchall()
+    cur = con.cursor()  # never the shared connection: another thread may be using it
+    try:
+        rows = cur.execute(
+            "SELECT database_name, schema_name, table_name FROM duckdb_tables() "
+            "WHERE NOT internal UNION ALL SELECT database_name, schema_name, view_name "
+            "FROM duckdb_views() WHERE NOT internal").fetchall()
+    finally:
+        cur.close()
     names: set[str] = set()
     for database, schema, name in rows:
         database, schema, name = database.lower(), schema.lower(), name.lower()
         names.update((name, f"{schema}.{name}", f"{database}.{schema}.{name}"))
     return names
+
+
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _connection_lock(con: duckdb.DuckDBPyConnection) -> threading.Lock:
+    """One lock per connection: what rms_duck runs on a shared connection itself (not on a
+    cursor) waits its turn instead of meeting DuckDB's "connection is busy" refusal."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(con)
+        if lock is None:
+            lock = _LOCKS[con] = threading.Lock()
+        return lock
 
 
 def connection_local_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -127,16 +165,33 @@ def connection_local_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return names
 
 
+_BATCH_ROWS = 10_000
+
+
+def _check_limits(timeout: object, max_rows: object) -> None:
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not timeout > 0 or timeout == float("inf")):
+        raise ConfigError(f"timeout must be a positive number of seconds or None, got "
+                          f"{timeout!r}; pass for example timeout=5")
+    if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int)
+                                 or max_rows <= 0):
+        raise ConfigError(f"max_rows must be a positive whole number or None, got "
+                          f"{max_rows!r}; pass for example max_rows=100_000")
+
+
 def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None,
-                   *, on_connection: bool = False) -> list[dict[str, Any]]:
+                   *, on_connection: bool = False, timeout: float | None = None,
+                   max_rows: int | None = None) -> list[dict[str, Any]]:
     """Run the guarded query inside a READ ONLY transaction: the engine's own second wall.
 
     It runs on a cursor of its own (thread-safe, no clash with the caller's transaction)
-    unless it reads the connection's TEMP objects, which a cursor cannot see.
+    unless it reads the connection's TEMP objects, which a cursor cannot see. Rows are
+    streamed, so max_rows stops the query once it is passed; timeout interrupts it.
     """
     # A cursor sees only the macros stored in the file; give it the shipped SQL as TEMP
     # copies when the query calls one (the stored bodies are not trusted).
     cur = con if on_connection else cursor(con, macros=bool(_RMS_CALL.search(sql)))
+    timer = threading.Timer(timeout, cur.interrupt) if timeout is not None else None
     try:
         try:
             cur.execute("BEGIN TRANSACTION READ ONLY")
@@ -147,8 +202,23 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
                 "transaction open; COMMIT or ROLLBACK it before calling rms_duck.pack"
             ) from None
         try:
-            return cur.sql(sql, params=list(params or [])).to_arrow_table().to_pylist()
+            if timer is not None:
+                timer.start()
+            rows: list[dict[str, Any]] = []
+            for batch in cur.sql(sql, params=list(params or [])).to_arrow_reader(_BATCH_ROWS):
+                rows.extend(batch.to_pylist())
+                if max_rows is not None and len(rows) > max_rows:
+                    raise QueryLimitError(
+                        f"ranking query returned more than max_rows={max_rows:,} rows; rank "
+                        "fewer candidates (add a LIMIT or a tighter WHERE) or raise max_rows")
+            return rows
+        except duckdb.InterruptException:
+            raise QueryLimitError(
+                f"ranking query ran longer than timeout={timeout} s and was interrupted; make "
+                "it cheaper (an index, a LIMIT, fewer joins) or raise timeout") from None
         finally:
+            if timer is not None:
+                timer.cancel()
             cur.execute("ROLLBACK")
     finally:
         if not on_connection:

@@ -26,7 +26,7 @@ from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
 from ..receipts import RECEIPT_VERSION, seal_receipt, sha256_text
 from .cursors import cursor
-from .storage import _APPEND_LOCK, _RETRIES, _RETRYABLE, _rollback
+from .storage import _APPEND_LOCK, _RETRIES, _is_conflict, _rollback
 
 BATCH_ROWS = 1_000
 # Column order and Arrow types of rms_bundles and rms_receipts (sql/schema.sql).
@@ -140,8 +140,10 @@ def _append(cur, rows: list[dict[str, Any]], session_id: str | None) -> list[dic
         try:
             with _APPEND_LOCK:
                 return _append_once(cur, rows, session_id, datetime.now(UTC))
-        except _RETRYABLE as exc:
+        except duckdb.Error as exc:
             _rollback(cur)
+            if not _is_conflict(exc):
+                raise
             conflict = exc
             time.sleep(min(0.001 * (attempt + 1), 0.05))
         except BaseException:
@@ -183,6 +185,13 @@ def _append_once(cur, rows: list[dict[str, Any]], session_id: str | None,
                        "chain_namespace": row["chain"], "seq": last + 1})
     _insert(cur, "rms_bundles", _BUNDLE_COLUMNS, bundles)
     _insert(cur, "rms_receipts", _RECEIPT_COLUMNS, receipts)
+    for chain, (seq, digest) in tips.items():  # the tip storage reads first (storage._tip)
+        if cur.execute("SELECT 1 FROM rms_chain_heads WHERE chain_namespace = ?",
+                       [chain]).fetchall():
+            cur.execute("UPDATE rms_chain_heads SET seq = ?, receipt_sha256 = ? "
+                        "WHERE chain_namespace = ?", [seq, digest, chain])
+        else:
+            cur.execute("INSERT INTO rms_chain_heads VALUES (?, ?, ?)", [chain, seq, digest])
     cur.execute("COMMIT")
     return stored
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import duckdb
 
+from ..errors import RmsWarning, StoredObjectError
 from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
+from .shipped import object_problems, restore_objects
 from .sqlfiles import read_sql
 from .sqlstore import STORE_PARAMETERS, store_udf
 from .udfs import UDFS
@@ -29,16 +32,22 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
     """Install the schema and persistent SQL macros (when writable), the UDFs and the TEMP
     macros over them on `con`.
 
-    A second call skips what is already there; replace=True re-registers the UDFs.
+    A second call skips what is already there; replace=True re-registers the UDFs. Stored
+    rms_* views and macros that differ from the shipped ones are restored, with an RmsWarning
+    naming them (verification never reads them either way).
     """
     utc(con)
-    if not _read_only(con):
-        con.execute(read_sql("schema.sql"))
-        if not persistent_current(con):
-            install_persistent_macros(con)
+    read_only = _read_only(con)
+    if not read_only:
+        install_schema(con)
+    else:
+        _warn_changed(con)
+    _clear_udf_names(con, read_only)
+    # Only Python UDFs count (they live in the system catalog): a macro stored in the file
+    # under a UDF's name must not stop the real UDF from being registered.
     present = {row[0] for row in con.execute(
-        "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%'"
-    ).fetchall()}
+        "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%' "
+        "AND database_name = 'system' AND function_type = 'scalar'").fetchall()}
     for udf in UDFS:
         if udf.name in present:
             if not replace:
@@ -57,6 +66,67 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
                             null_handling="special", side_effects=True)
     install_macros(con)
     return con
+
+
+def create_stored_objects(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every object rms_duck stores in a database (tables, views, persistent macros,
+    types, indexes); idempotent. Everything persistent must be created here and only here:
+    verification compares a database's stored rms_* objects with what this function
+    creates in a fresh in-memory database (duck/shipped.py)."""
+    con.execute(read_sql("schema.sql"))
+    # The persistent macros carry a digest of their SQL: re-creating them only when it
+    # differs keeps connect() cheap; restore_objects() still catches an edited macro body.
+    if not persistent_current(con):
+        install_persistent_macros(con)
+
+
+def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create the stored schema and restore changed shipped views and macros (their names)."""
+    create_stored_objects(con)
+    restored = restore_objects(con)
+    if restored:
+        warnings.warn(RmsWarning(
+            f"restored the shipped definitions of {', '.join(restored)}: the stored ones "
+            "differed (an older rms_duck created them, or someone with write access replaced "
+            "them); run rms_duck.verify_receipts(con) to see whether receipts were edited too"),
+            stacklevel=3)
+    return restored
+
+
+def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
+    """Drop stored macros named like rms_duck's UDFs: DuckDB would call them instead."""
+    names = [u.name for u in UDFS]
+    blocking = con.execute(
+        "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
+        "WHERE database_name NOT IN ('system', 'temp') AND function_type IN "
+        "('macro', 'table_macro') AND list_contains(?, function_name) ORDER BY 1",
+        [names]).fetchall()
+    if not blocking:
+        return
+    listed = ", ".join(name for name, _ in blocking)
+    if read_only:
+        raise StoredObjectError(
+            f"the database stores macros named like rms_duck's own functions ({listed}); "
+            "DuckDB would run them instead of rms_duck's. Open the file writable once with "
+            "rms_duck.connect(path) to drop them, or audit it with `rms-duck audit --db PATH`, "
+            "which does not need them")
+    for name, kind in blocking:
+        con.execute(f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}IF EXISTS {name}")
+    warnings.warn(RmsWarning(
+        f"dropped stored macros named like rms_duck's own functions ({listed}): someone with "
+        "write access created them; run rms_duck.verify_receipts(con) to see whether receipts "
+        "were edited too"), stacklevel=3)
+
+
+def _warn_changed(con: duckdb.DuckDBPyConnection) -> None:
+    """On a read-only file nothing can be restored: say what differs instead."""
+    odd = [p.name for p in object_problems(con) if p.problem != "STORED_OBJECT_MISSING"]
+    if odd:
+        warnings.warn(RmsWarning(
+            f"stored objects differ from the shipped ones: {', '.join(odd)}; rms_duck's own "
+            "checks ignore them, but SQL that reads them may be misled; run "
+            "rms_duck.verify_receipts(con) for details, and open the file writable once with "
+            "rms_duck.connect(path) to restore shipped views and macros"), stacklevel=3)
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:

@@ -5,19 +5,30 @@ The key cannot go stale: the encoding key names the encoding and digests its ver
 ranks and pre-tokenizer pattern, and the line digest covers every byte of the line. The
 in-process cache (tokens.LineCounter) holds the same costs keyed by the line text itself.
 
+The rows are a cache anyone with write access can edit, so they are never evidence: a cost
+outside its cheap bounds is refused when loaded, and after a pack every loaded cost it used
+that the final whole-output count did not confirm is recounted. A wrong one makes the pack
+run again from the tokenizer alone, is repaired when the pack is stored, and is reported
+with an RmsWarning; the result never depends on it (pack_checked).
+
 This module runs SQL through the connection it is given; it does not import duckdb.
 """
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..config import PackingConfig
+from ..errors import RmsWarning
 from ..packing.forecast import frame_lines, likely_lines, standalone_lines
+from ..packing.pipeline import pack_candidates
 from ..records import Candidate
 from ..tokens.bulk import warm_counter
 from ..tokens.costfile import encoding_key, line_sha256
@@ -25,6 +36,10 @@ from ..tokens.counter import LineCounter
 from ..tokens.encodings import DEFAULT_ENCODING, encoding_source
 
 _NODE_BATCH = 50_000
+_HEX = re.compile("[0-9a-f]{64}")
+# Digests per lookup: few enough that DuckDB probes the line_sha256 index instead of
+# scanning the table, so a pack's lookups cost the same however many rows are stored.
+_LOOKUP_BATCH = 500
 # The node columns a rendered line can show (score does not appear in any line).
 _NODE_QUERY = (
     "SELECT id::VARCHAR AS id, 0.0 AS score, content, type, namespace_id, "
@@ -48,19 +63,29 @@ def load_line_costs(con, lines: Iterable[str], *,
                     encoding: str = DEFAULT_ENCODING) -> dict[str, int]:
     """Persisted costs of those of `lines` that have one, keyed by line text."""
     by_digest = {line_sha256(line): line for line in dict.fromkeys(lines)}
-    if not by_digest:
-        return {}
-    wanted = pa.table({"line_sha256": pa.array(list(by_digest), pa.string())})
+    found = _stored_costs(con, list(by_digest), encoding_key(encoding))
+    return {by_digest[digest]: n for digest, n in found.items()}
+
+
+def _stored_costs(con, digests: list[str], key: str) -> dict[str, int]:
+    """line_sha256 -> n_tokens for the digests stored under encoding key `key`."""
+    out: dict[str, int] = {}
+    if not digests:
+        return out
     cur = con.cursor()
     try:
-        cur.register("rms_wanted_line_costs", wanted)
-        rows = cur.execute(
-            "SELECT c.line_sha256, c.n_tokens FROM rms_line_costs c SEMI JOIN "
-            "rms_wanted_line_costs w USING (line_sha256) WHERE c.encoding = ?",
-            [encoding_key(encoding)]).fetchall()
+        for start in range(0, len(digests), _LOOKUP_BATCH):
+            batch = digests[start:start + _LOOKUP_BATCH]
+            # Literal hex digests (made here, never caller text) let DuckDB use the index.
+            listed = ", ".join(f"'{digest}'" for digest in batch if _HEX.fullmatch(digest))
+            if not listed:
+                continue
+            out.update(cur.execute(
+                f"SELECT line_sha256, n_tokens FROM rms_line_costs WHERE line_sha256 IN ({listed}) "
+                "AND encoding = ?", [key]).fetchall())
     finally:
         cur.close()
-    return {by_digest[digest]: n for digest, n in rows}
+    return out
 
 
 def store_line_costs(con, costs: Mapping[str, int], *, encoding: str = DEFAULT_ENCODING) -> int:
@@ -68,19 +93,88 @@ def store_line_costs(con, costs: Mapping[str, int], *, encoding: str = DEFAULT_E
     if not costs:
         return 0
     key = encoding_key(encoding)
+    digests = {line_sha256(line): cost for line, cost in costs.items()}
+    # A plain INSERT of the new rows: ON CONFLICT costs grow with the table.
+    for digest in _stored_costs(con, list(digests), key):
+        digests.pop(digest)
+    if not digests:
+        return 0
     table = pa.table({
-        "encoding": pa.array([key] * len(costs), pa.string()),
-        "line_sha256": pa.array([line_sha256(line) for line in costs], pa.string()),
-        "n_tokens": pa.array(list(costs.values()), pa.int32()),
+        "encoding": pa.array([key] * len(digests), pa.string()),
+        "line_sha256": pa.array(list(digests), pa.string()),
+        "n_tokens": pa.array(list(digests.values()), pa.int32()),
     })
     cur = con.cursor()
     try:
         cur.register("rms_new_line_costs", table)
         return int(cur.execute(
-            "INSERT INTO rms_line_costs SELECT DISTINCT * FROM rms_new_line_costs "
-            "ON CONFLICT DO NOTHING").fetchall()[0][0])
+            "INSERT INTO rms_line_costs SELECT * FROM rms_new_line_costs").fetchall()[0][0])
     finally:
         cur.close()
+
+
+def repair_line_costs(con, costs: Mapping[str, int], *, encoding: str = "cl100k_base") -> int:
+    """Overwrite stored costs with exact ones (line -> exact cost). Returns rows changed."""
+    key = encoding_key(encoding)
+    cur = con.cursor()
+    try:
+        cur.executemany(
+            "UPDATE rms_line_costs SET n_tokens = ? WHERE encoding = ? AND line_sha256 = ?",
+            [[cost, key, line_sha256(line)] for line, cost in costs.items()])
+    finally:
+        cur.close()
+    return len(costs)
+
+
+def wrong_loaded_costs(counter: LineCounter, context: str) -> dict[str, tuple[int, int]]:
+    """line -> (stored cost, exact cost) for every wrong loaded cost this counter met.
+
+    Loaded costs of lines in the final context are confirmed together by its whole-output
+    count (the sum of line costs equals it); every other loaded cost the pack used, and all
+    of them when that count disagreed, is recounted here. Costs refused at load time for
+    being out of bounds are wrong by construction.
+    """
+    used = counter.consulted
+    if not counter.mismatches:
+        used = used - set(context.split("\n"))
+    wrong = {}
+    for line in used:
+        stored, exact = counter.loaded_cost(line), counter.exact(line)
+        if stored is not None and stored != exact:
+            wrong[line] = (stored, exact)
+    for line, stored in counter.rejected.items():
+        wrong[line] = (stored, counter.exact(line))
+    return wrong
+
+
+def pack_checked(con, candidates: Sequence[Candidate], *, budget: int, config: PackingConfig,
+                 store: bool) -> tuple[MemoryBundle, LineCounter | None, dict[str, int]]:
+    """pack_candidates() with the persisted line costs, none of which can change the result.
+
+    A wrong stored cost that the pack used makes it run again from the tokenizer alone; any
+    wrong cost found is reported with an RmsWarning. Returns the bundle, the counter whose
+    fresh costs may be persisted, and the exact costs of the wrong rows (line -> cost), which
+    the caller writes back after storing (repair_line_costs).
+    """
+    counter = primed_counter(con, candidates, config, budget)
+    bundle = pack_candidates(candidates, budget=budget, config=config, counter=counter)
+    if counter is None:
+        return bundle, None, {}
+    wrong = wrong_loaded_costs(counter, bundle.context)
+    if not wrong:
+        return bundle, counter, {}
+    if any(line in counter.consulted for line in wrong):
+        counter = LineCounter(config.encoding, record=True)
+        bundle = pack_candidates(candidates, budget=budget, config=config, counter=counter)
+    sample = ", ".join(f"{stored} instead of {exact}" for stored, exact in
+                       list(wrong.values())[:3])
+    warnings.warn(RmsWarning(
+        f"rms_line_costs held {len(wrong)} wrong cost(s) for this pack's lines ({sample}); "
+        "the pack was counted with the tokenizer instead"
+        + (" and the rows are corrected as it is stored" if store else "")
+        + ": someone edited the cache; run `rms-duck audit --db PATH --line-costs` to find "
+        "the others, or DELETE FROM rms_line_costs (it is only a cache)"), stacklevel=3)
+    return bundle, counter, {line: exact for line, (_, exact) in wrong.items()}
 
 
 def prime_counter(con, counter: LineCounter, lines: Iterable[str]) -> int:

@@ -10,6 +10,11 @@ FROM, since DuckDB reads an unknown dotted name such as data.csv as a file. A qu
 another dialect is transpiled to DuckDB and the result is guarded again, since that is
 what runs. Execution then happens inside a READ ONLY transaction, which blocks writes to
 the database (not file reads or settings: the guard is the wall for those).
+
+Settings, logging and catalog functions and views are rejected too: they expose file paths
+(current_setting, duckdb_databases, pg_settings) or other sessions' query text (duckdb_logs).
+The guard's work is linear in the query's size, and a query longer than MAX_QUERY_CHARS or
+nested deeper than the parser's recursion allows is rejected with a clear error.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ _FORBIDDEN_NODES = tuple(
         )
     ) if node is not None
 )
-# Scalar functions that read files, touch sequences, variables, secrets or logs, or pack.
+# Scalar functions that read files, touch sequences, variables, secrets, settings or
+# logs, sleep, or pack.
 _FILE_FUNCTIONS = re.compile(
     r"^(read_\w+|glob|sniff_csv|parquet_\w+|iceberg_\w+|delta_scan|json_scan\w*|"
     r"duckdb_secrets|which_secret|getvariable|setvariable|nextval|currval|setval|setseed|"
@@ -47,6 +53,7 @@ _FILE_FUNCTIONS = re.compile(
     r"install_\w+|pragma_\w+|checkpoint|force_checkpoint|export_\w+|import_\w+|"
     r"enable_logging|disable_logging|truncate_duckdb_logs|duckdb_\w+|arrow_scan\w*|"
     r"pandas_scan|python_\w+|enable_profiling|disable_profiling|"
+    r"current_setting|current_query|pg_\w+|getenv|set_config|sleep\w*|"
     r"rms_pack_udf|rms_replay_udf|pack_context)$",
     re.IGNORECASE,
 )
@@ -56,6 +63,10 @@ _PATH_CHARS = re.compile(r"[/\\:*?.]")
 _FILE_SUFFIX = re.compile(
     r"\.(csv|tsv|txt|text|parquet|json|jsonl|ndjson|geojson|avro|xlsx|xls|arrow|feather|ipc|"
     r"orc|gz|zst|bz2|xz|zip|db|duckdb|sqlite|sqlite3|blob)$", re.IGNORECASE)
+# System catalogs and views: settings, file paths, extensions, and the query log.
+_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "system"})
+_SYSTEM_VIEWS = re.compile(r"^(duckdb_\w+|pg_\w+|sqlite_\w+|pragma_\w+)$", re.IGNORECASE)
+MAX_QUERY_CHARS = 100_000
 _SELECT_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}
 _LEADING_WORD = re.compile(r"^(?:\s+|--[^\n]*\n?|/\*.*?\*/|\()*([A-Za-z_]+)", re.DOTALL)
 
@@ -100,17 +111,26 @@ def check_query(sql: str, dialect: str = "duckdb", *,
         raise QueryRejectedError(
             f"ranking query must be one SELECT statement, got {sql!r}; "
             "pass for example 'SELECT id, score, content FROM rms_nodes'")
+    if len(sql) > MAX_QUERY_CHARS:
+        raise QueryRejectedError(
+            f"ranking query is {len(sql):,} characters long, more than the {MAX_QUERY_CHARS:,} "
+            "allowed; rank with a shorter query (put long value lists in a table and join it)")
     known = None if tables is None else frozenset(tables)
-    tree = _parse_one(sql, dialect)
-    _check_tree(tree, sql, known)
-    duck_sql = tree.sql(dialect="duckdb")
-    if dialect != "duckdb":
-        # Transpiled text is new input, not trusted output: guard what will actually run.
-        _check_tree(_parse_one(duck_sql, "duckdb"), sql, known)
-    canonical = normalize_identifiers(tree.copy(), dialect="duckdb").sql(
-        dialect="duckdb", comments=False, normalize=True)
-    return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect, sqlglot.__version__,
-                        tables_read(tree))
+    try:
+        tree = _parse_one(sql, dialect)
+        _check_tree(tree, sql, known)
+        duck_sql = tree.sql(dialect="duckdb")
+        if dialect != "duckdb":
+            # Transpiled text is new input, not trusted output: guard what will actually run.
+            _check_tree(_parse_one(duck_sql, "duckdb"), sql, known)
+        canonical = normalize_identifiers(tree.copy(), dialect="duckdb").sql(
+            dialect="duckdb", comments=False, normalize=True)
+        return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect,
+                            sqlglot.__version__, tables_read(tree))
+    except RecursionError:
+        raise QueryRejectedError(
+            f"ranking query is nested too deeply to check in {_show(sql)}; remove redundant "
+            "parentheses or split the nesting into CTEs") from None
 
 
 def tables_read(tree: exp.Expr) -> tuple[str, ...]:
@@ -128,10 +148,23 @@ def tables_read(tree: exp.Expr) -> tuple[str, ...]:
 def fingerprint(tree: exp.Expr) -> str:
     """sha256 of the canonical SQL with every literal replaced by '?': the query's shape."""
     shape = normalize_identifiers(tree.copy(), dialect="duckdb")
-    shape = shape.transform(lambda node: exp.Placeholder() if isinstance(node, exp.Literal)
-                            else node)
+    for node in list(shape.find_all(exp.Literal)):
+        _swap(node, exp.Placeholder())
     text = shape.sql(dialect="duckdb", comments=False, normalize=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _swap(node: exp.Expr, new: exp.Expr) -> None:
+    """node.replace(new) in constant time (replace() searches the parent's list: quadratic
+    over an IN list of thousands of literals)."""
+    parent, key, index = node.parent, node.arg_key, node.index
+    if parent is None or key is None:
+        return
+    if index is None:
+        parent.args[key] = new
+    else:
+        parent.args[key][index] = new
+    new.parent, new.arg_key, new.index = parent, key, index
 
 
 def _parse_one(sql: str, dialect: str) -> exp.Expr:
@@ -192,6 +225,10 @@ def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
         raise _reject(f"a file, stage or URL in FROM ({node.sql()})", sql)
     parts = [part.name for part in node.parts]
     dotted = ".".join(parts)
+    if (any(part.lower() in _SYSTEM_SCHEMAS for part in parts[:-1])
+            or _SYSTEM_VIEWS.match(parts[-1])):
+        raise _reject(f"the system view {dotted} (catalogs, settings and logs expose file "
+                      "paths and other queries)", sql)
     # DuckDB joins the parts with dots to find a file: "data".csv reads data.csv.
     if any(_PATH_CHARS.search(part) for part in parts) or _FILE_SUFFIX.search(dotted):
         raise _reject(f"a file or URL in FROM ({node.sql()})", sql)

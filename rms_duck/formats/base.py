@@ -6,6 +6,7 @@ token count is exactly the sum of the counts of each `line + "\\n"` (see tokens.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -69,6 +70,10 @@ def section_label(section: Section, namespace: str | None) -> str:
 
 
 _MEMO_LIMIT = 16_384
+# Memory a renderer's memo may hold: a remembered line keeps its view (with the candidate's
+# text) alive too, so it is capped by bytes as well as entries; one huge record must not
+# pin megabytes per pack for the life of the process (adversarial review M5).
+_MEMO_BYTES = 32 * 1024 * 1024
 _MEMOS: list[dict[RecordView, str]] = []
 _F = TypeVar("_F")
 
@@ -81,15 +86,24 @@ def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordVie
     remembered line is the line the renderer would produce now.
     """
     memo: dict[RecordView, str] = {}
+    held = [0]  # bytes the memo accounts for: about twice each line (line and view text)
 
     def record_line(self: _F, view: RecordView) -> str:
         line = memo.get(view)
         if line is None:
             line = render(self, view)
-            if len(memo) >= _MEMO_LIMIT:
-                for key in list(memo)[: _MEMO_LIMIT // 10]:  # the oldest tenth
-                    memo.pop(key, None)
+            size = 2 * sys.getsizeof(line)
+            if size > _MEMO_BYTES // 64:
+                return line  # rendering it again costs less than keeping it
+            if not memo:
+                held[0] = 0  # cleared from outside (clear_render_memos)
+            if len(memo) >= _MEMO_LIMIT or held[0] + size > _MEMO_BYTES:
+                for key in list(memo)[: max(len(memo) // 4, 1)]:  # the oldest quarter
+                    old = memo.pop(key, None)
+                    if old is not None:
+                        held[0] -= 2 * sys.getsizeof(old)
             memo[view] = line
+            held[0] += size
         return line
 
     record_line.__doc__ = render.__doc__

@@ -67,8 +67,9 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     context = "".join(line + "\n" for line in lines)
     actual = counter.count(context)
     if actual != total:
-        # The per-line sum and the whole count disagree (a tokenizer without line
-        # additivity, see tokens/hf.py); trust only the whole count.
+        # The per-line sum and the whole count disagree (a wrong loaded cost, or a tokenizer
+        # without line additivity, see tokens/hf.py); trust only the whole count, and say so.
+        counter.mismatches += 1
         settled = _settle(context, lines, meta, counter.count)
         if settled is None:
             return None  # no self-consistent metadata line: drop a record and try again

@@ -34,6 +34,9 @@ from .neighbours import arrange_adjacent
 from .prepare import conflict_map, dedupe
 from .selector import Selector, order_multipath
 
+# Budgets, token counts and positions are stored and returned as 32-bit INTEGERs.
+MAX_BUDGET = 2**31 - 1
+
 
 def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
                     config: PackingConfig | Mapping[str, Any] | str | None = None,
@@ -114,6 +117,10 @@ def _check_budget(budget: object) -> int:
         raise ConfigError(
             f"budget must be a whole number of tokens, got {budget!r}; pass for example 4096"
         )
+    if budget > MAX_BUDGET:
+        raise ConfigError(
+            f"budget must be at most {MAX_BUDGET:,} tokens (it is stored as a 32-bit INTEGER), "
+            f"got {budget:,}; pass a budget in 1..{MAX_BUDGET:,} (0 or less gives BUDGET_ERROR)")
     return budget
 
 

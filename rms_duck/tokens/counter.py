@@ -10,20 +10,34 @@ packer relies on that sum and still verifies the whole output once at the end, d
 records until the whole count fits, so a backend without it stays exact, only slower.
 
 The cache maps (encoding name, exact line text) to the line's cost, so it cannot go stale:
-a changed byte is a different key. costcache.py persists the same costs in DuckDB.
+a changed byte is a different key. It holds only tokenizer results and is capped by the
+memory its lines take, not by their number. duck/linecosts.py persists the same costs in
+DuckDB; those are loaded per counter, checked against cheap bounds (cost_bounds), and
+whatever the final whole-output count cannot confirm is recounted after the pack.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Iterable
 
+from ..escape import utf8
 from .encodings import DEFAULT_ENCODING, get_encoding, load_encoding
 
-_CACHE_LIMIT = 1_000_000
+# Bytes of line text (and entry overhead) the process-wide cache keeps per encoding; the
+# oldest quarter is dropped when it is full. A line larger than an eighth of it is not kept.
+CACHE_BYTES = 64 * 1024 * 1024
+_ENTRY_OVERHEAD = 100  # the dict slot and the int beside the str object
 _CACHES: dict[str, dict[str, int]] = {}
+_CACHE_SIZES: dict[str, int] = {}
 _FLOORS: dict[str, dict[str, int]] = {}
+# The floor memo keeps texts of at most this many characters, at most this many of them
+# (so at most about 8 MiB of text per encoding); computing a longer text's floor is cheap
+# next to tokenizing it.
+_FLOOR_TEXT_CHARS = 256
+_FLOOR_LIMIT = 32_768
 _CACHES_LOCK = threading.Lock()
 _MAX_TOKEN_BYTES: dict[str, int] = {}
 
@@ -78,6 +92,25 @@ def word_runs(text: str) -> int:
     return len(text.split())
 
 
+def cost_bounds(line: str, max_token_chars: int | None) -> tuple[int, int]:
+    """(least, most) tokens `line + "\\n"` can cost: no token is shorter than one byte or
+    longer than the vocabulary's longest token, and no token spans two word runs.
+    A backend with no such vocabulary facts (tokenizer.json, max_token_chars None) gets
+    only the byte ceiling."""
+    size = len(utf8(line)) + 1
+    if max_token_chars is None:
+        return 0, size
+    return max(1, word_runs(line), -(-size // max_token_chars)), size
+
+
+def cache_bytes(encoding: str | None = None) -> int:
+    """The memory the process-wide line cache accounts for (one encoding, or all)."""
+    with _CACHES_LOCK:
+        if encoding is not None:
+            return _CACHE_SIZES.get(encoding, 0)
+        return sum(_CACHE_SIZES.values())
+
+
 class LineCounter:
     """Counts context lines exactly, caching each line's cost process-wide per encoding."""
 
@@ -90,6 +123,7 @@ class LineCounter:
         # (None: no such bound for this backend, so lower_bound() is 0).
         self.max_token_chars = max_token_bytes(encoding)
         # shared=False starts from nothing: audits recount instead of trusting any cache.
+        self._shared = shared
         with _CACHES_LOCK:
             self._cache = _CACHES.setdefault(encoding, {}) if shared else {}
             # Floors depend only on the text and the vocabulary's longest token.
@@ -100,6 +134,12 @@ class LineCounter:
         # Costs loaded from storage serve this counter only: a tampered rms_line_costs row
         # must never leak into the process-wide cache, which only tokenizer results enter.
         self._loaded: dict[str, int] = {}
+        # Loaded costs this counter answered with (checked after the pack), loaded costs
+        # refused for being out of bounds (line -> stored cost), and how often the whole
+        # output's count disagreed with the sum of its line costs.
+        self.consulted: set[str] = set()
+        self.rejected: dict[str, int] = {}
+        self.mismatches = 0
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -109,6 +149,8 @@ class LineCounter:
         cost = self._cache.get(line)
         if cost is None and self._loaded:
             cost = self._loaded.get(line)
+            if cost is not None:
+                self.consulted.add(line)
         if cost is None:
             cost = len(self._encode(line + "\n"))
             self.misses += 1
@@ -134,10 +176,13 @@ class LineCounter:
         if got is None:
             by_length = -(-(len(text) + 1) // self.max_token_chars)
             got = max(by_length, word_runs(text))
-            if len(floors) >= _CACHE_LIMIT:
-                for key in list(floors)[: _CACHE_LIMIT // 10]:  # the oldest tenth
-                    floors.pop(key, None)
-            floors[text] = got
+            # Only short texts are kept, and only so many: the memo must stay small however
+            # many distinct (or huge) records a process packs.
+            if len(text) <= _FLOOR_TEXT_CHARS:
+                if len(floors) >= _FLOOR_LIMIT:
+                    for key in list(floors)[: _FLOOR_LIMIT // 4]:  # the oldest quarter
+                        floors.pop(key, None)
+                floors[text] = got
         return got
 
     def unseen(self, lines: Iterable[str]) -> list[str]:
@@ -151,7 +196,11 @@ class LineCounter:
         the process-wide cache; otherwise loaded from storage, kept for this counter only."""
         for line, cost in costs:
             if not fresh:
-                self._loaded[line] = cost
+                low, high = cost_bounds(line, self.max_token_chars)
+                if isinstance(cost, int) and low <= cost <= high:
+                    self._loaded[line] = cost
+                else:
+                    self.rejected[line] = cost  # impossible: the tokenizer counts it instead
                 continue
             self._remember(line, cost)
             if self._fresh is not None:
@@ -164,13 +213,34 @@ class LineCounter:
             self._fresh = {}
         return fresh
 
+    def exact(self, line: str) -> int:
+        """Tokenize `line + "\\n"` now, whatever any cache says."""
+        return len(self._encode(line + "\n"))
+
+    def loaded_cost(self, line: str) -> int | None:
+        return self._loaded.get(line)
+
     def _remember(self, line: str, cost: int) -> None:
-        cache = self._cache
-        if len(cache) >= _CACHE_LIMIT:
-            # Drop the oldest tenth; dicts iterate in insertion order.
-            for key in list(cache)[: _CACHE_LIMIT // 10]:
-                cache.pop(key, None)
-        cache[line] = cost
+        size = sys.getsizeof(line) + _ENTRY_OVERHEAD
+        if size > CACHE_BYTES // 8 or not self._shared:
+            if not self._shared:
+                self._cache[line] = cost
+            return
+        with _CACHES_LOCK:
+            cache, enc = self._cache, self.encoding
+            if line in cache:
+                return
+            total = _CACHE_SIZES.get(enc, 0) + size
+            if total > CACHE_BYTES:
+                # Drop the oldest quarter of the bytes; dicts iterate in insertion order.
+                target = CACHE_BYTES * 3 // 4 - size
+                for key in list(cache):
+                    if total <= target:
+                        break
+                    if cache.pop(key, None) is not None:
+                        total -= sys.getsizeof(key) + _ENTRY_OVERHEAD
+            cache[line] = cost
+            _CACHE_SIZES[enc] = total
 
 
 def clear_line_cache() -> None:
@@ -178,3 +248,4 @@ def clear_line_cache() -> None:
     with _CACHES_LOCK:
         for cache in (*_CACHES.values(), *_FLOORS.values()):
             cache.clear()
+        _CACHE_SIZES.clear()

@@ -1,0 +1,112 @@
+"""Chain anchors: the newest receipt of every chain, saved outside the database.
+
+A hash chain proves that nothing inside it changed, but a writer can delete or re-hash its
+newest receipts, or recompute it from any point on, and it still links. Whoever keeps the
+heads exported earlier catches that: each saved head must still be at its seq with the
+same sha256, and verification already proves everything before it links up to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import duckdb
+
+from ..duck.cursors import cursor
+from ..errors import ReceiptError
+from ..receipts import sha256_text
+
+HEADS_FORMAT = "rms_duck.chain_heads"
+HEADS_VERSION = 1
+
+
+def export_heads(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The head of every chain: {"format", "version", "chains": [{chain_namespace, seq,
+    receipt_id, receipt_sha256}]}, sorted by chain. The digest is computed here from the
+    receipt text, not read from the receipt_sha256 column. Reads only.
+    """
+    cur = cursor(con)
+    try:
+        rows = cur.execute(
+            "SELECT chain_namespace, seq, CAST(receipt_id AS VARCHAR), receipt "
+            "FROM rms_receipts QUALIFY row_number() OVER "
+            "(PARTITION BY chain_namespace ORDER BY seq DESC) = 1 ORDER BY chain_namespace"
+        ).fetchall()
+    finally:
+        cur.close()
+    chains = [{"chain_namespace": ns, "seq": seq, "receipt_id": rid,
+               "receipt_sha256": sha256_text(text)} for ns, seq, rid, text in rows]
+    return {"format": HEADS_FORMAT, "version": HEADS_VERSION, "chains": chains}
+
+
+def write_heads(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Export the heads to a JSON file (keep it somewhere the database's writers cannot)."""
+    heads = export_heads(con)
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(heads, out, indent=2, sort_keys=True)
+        out.write("\n")
+    return heads
+
+
+def read_heads(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Load a heads file written by write_heads(); ReceiptError names what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as src:
+            heads = json.load(src)
+    except OSError as exc:
+        raise ReceiptError(f"cannot read heads file {os.fspath(path)!r}: {exc.strerror}; "
+                           "pass a file written by `rms-duck audit --export-heads`") from None
+    except ValueError as exc:
+        raise ReceiptError(f"heads file {os.fspath(path)!r} is not JSON ({exc}); pass a file "
+                           "written by `rms-duck audit --export-heads`") from None
+    _check_format(heads, os.fspath(path))
+    return heads
+
+
+def check_heads(cur: duckdb.DuckDBPyConnection, heads: Mapping[str, Any]):
+    """HEAD_MISSING / HEAD_MISMATCH problems for saved heads the database no longer has."""
+    from .verify import ReceiptProblem
+
+    _check_format(heads, "heads")
+    problems = []
+    for head in heads["chains"]:
+        ns, seq, saved = head["chain_namespace"], head["seq"], head["receipt_sha256"]
+        rows = cur.execute(
+            "SELECT receipt, CAST(receipt_id AS VARCHAR), CAST(bundle_id AS VARCHAR) "
+            "FROM rms_receipts WHERE chain_namespace = ? AND seq = ?", [ns, seq]).fetchall()
+        if not rows:
+            newest = cur.execute("SELECT max(seq) FROM rms_receipts WHERE chain_namespace = ?",
+                                 [ns]).fetchall()[0][0]
+            problems.append(ReceiptProblem(
+                problem="HEAD_MISSING", chain_namespace=ns, seq=seq,
+                receipt_id=head.get("receipt_id"), bundle_id=None, detail=(
+                    f"the saved head of chain {ns!r} is seq {seq}, but the chain now "
+                    + (f"ends at seq {newest}" if newest is not None else "has no receipts")
+                    + ": its newest receipts were deleted; restore them from a backup")))
+            continue
+        text, rid, bid = rows[0]
+        actual = sha256_text(text)
+        if actual != saved:
+            problems.append(ReceiptProblem(
+                problem="HEAD_MISMATCH", chain_namespace=ns, seq=seq, receipt_id=rid,
+                bundle_id=bid, detail=(
+                    f"the saved head of chain {ns!r} at seq {seq} has sha256 {saved}, but the "
+                    f"receipt there now hashes to {actual}: the chain was rewritten up to "
+                    "(at least) this receipt; restore it from a backup")))
+    return problems
+
+
+def _check_format(heads: object, where: str) -> None:
+    ok = (isinstance(heads, Mapping) and heads.get("format") == HEADS_FORMAT
+          and heads.get("version") == HEADS_VERSION and isinstance(heads.get("chains"), list)
+          and all(isinstance(h, Mapping) and isinstance(h.get("chain_namespace"), str)
+                  and isinstance(h.get("seq"), int) and isinstance(h.get("receipt_sha256"), str)
+                  for h in heads["chains"]))
+    if not ok:
+        raise ReceiptError(
+            f"{where} is not an rms_duck heads file (format {HEADS_FORMAT!r} version "
+            f"{HEADS_VERSION} with a list of chains); pass a file written by "
+            "`rms-duck audit --export-heads` or the dict rms_duck.export_heads(con) returns")

@@ -1,0 +1,188 @@
+"""The SQL objects rms_duck ships, read from the package, and how a database differs from them.
+
+Audits must not trust SQL stored in the database they audit: a writer can replace a view
+(`CREATE OR REPLACE VIEW rms_receipt_problems AS ... WHERE false`) or shadow a built-in
+function with a macro (`CREATE MACRO sha256(x) AS ...`, which DuckDB resolves before the
+built-in). So verification runs the view text from the package's schema.sql as an inline
+query, and every stored rms_* view, macro, type and table is compared with what the same
+files create in a fresh in-memory database; each difference is reported as a problem.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import duckdb
+
+from .sqlfiles import read_sql
+
+# Files whose statements create the objects stored in a database, run in this order by
+# connection.create_stored_objects(); shipped_statements() reads their CREATE statements.
+# (the macro files: sql/python_stubs.sql, macros.sql, ranking.sql; see duck/macros.py)
+SCHEMA_FILES = ("schema.sql", "python_stubs.sql", "macros.sql", "ranking.sql")
+# The tables verification, replay and the audit read.
+AUDIT_TABLES = ("rms_receipts", "rms_bundles", "rms_nodes", "rms_line_costs")
+
+_CREATE = re.compile(
+    r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(TABLE|VIEW|MACRO|TYPE)\s+"
+    r"(?:IF\s+NOT\s+EXISTS\s+)?(\w+)(?:\s+AS)?", re.IGNORECASE)
+_LEADING_COMMENTS = re.compile(r"^(?:\s*--[^\n]*\n)*\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectProblem:
+    """A stored object that is not what rms_duck ships: a code, the object and the fix."""
+
+    problem: str
+    name: str
+    detail: str
+
+
+@cache
+def shipped_statements() -> dict[str, tuple[str, str]]:
+    """name -> (kind, CREATE statement text) for every object the schema files create."""
+    out: dict[str, tuple[str, str]] = {}
+    for name in SCHEMA_FILES:
+        for statement in duckdb.extract_statements(read_sql(name)):
+            text = _LEADING_COMMENTS.sub("", statement.query).rstrip().rstrip(";")
+            match = _CREATE.match(text)
+            if match:
+                out[match.group(2).lower()] = (match.group(1).upper(), text)
+    return out
+
+
+def view_query(name: str) -> str:
+    """The SELECT of a shipped view, as text (no CREATE), from the package's schema.sql."""
+    kind, text = shipped_statements()[name]
+    match = _CREATE.match(text)
+    if kind != "VIEW" or match is None:
+        raise KeyError(f"{name} is a shipped {kind}, not a view")
+    return text[match.end():].strip()
+
+
+def with_views(sql: str, *names: str) -> str:
+    """`sql` preceded by the shipped views as CTEs of the same names, which take precedence
+    over whatever views the database stores under those names. List dependencies first."""
+    ctes = ",\n".join(f"{name} AS (\n{view_query(name)}\n)" for name in names)
+    return f"WITH {ctes}\n{sql}"
+
+
+def restore_statement(name: str) -> str:
+    """The shipped CREATE statement of a view or macro, made to replace what is stored."""
+    _kind, text = shipped_statements()[name]
+    return re.sub(r"^CREATE\s+(\w+)\s+IF\s+NOT\s+EXISTS", r"CREATE OR REPLACE \1", text,
+                  count=1, flags=re.IGNORECASE)
+
+
+def _fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
+    """name -> (kind, definition) for the rms_* objects stored in the current database."""
+    db = "database_name = current_database() AND schema_name = 'main'"
+    out: dict[str, tuple[str, str]] = {}
+    for name, sql in con.execute(
+            f"SELECT view_name, sql FROM duckdb_views() WHERE {db} AND NOT internal "
+            "AND view_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+        out[name.lower()] = ("VIEW", sql)
+    macros: dict[str, list[str]] = {}
+    for name, kind, definition, params in con.execute(
+            f"SELECT function_name, function_type, macro_definition, parameters "
+            f"FROM duckdb_functions() WHERE {db} AND NOT internal "
+            "AND function_type IN ('macro', 'table_macro') "
+            "AND function_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+        macros.setdefault(name.lower(), []).append(f"{kind}({', '.join(params)}): {definition}")
+    out.update({name: ("MACRO", "\n".join(sorted(d))) for name, d in macros.items()})
+    tables: dict[str, list[str]] = {}
+    for name, column, dtype, nullable, default in con.execute(
+            f"SELECT table_name, column_name, data_type, is_nullable, column_default "
+            f"FROM duckdb_columns() WHERE {db} AND NOT internal "
+            "AND table_name LIKE 'rms\\_%' ESCAPE '\\' ORDER BY table_name, column_index"
+    ).fetchall():
+        tables.setdefault(name.lower(), []).append(f"{column} {dtype} {nullable} {default}")
+    for (name,) in con.execute(
+            f"SELECT table_name FROM duckdb_tables() WHERE {db} AND NOT internal "
+            "AND table_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+        out[name.lower()] = ("TABLE", "\n".join(tables.get(name.lower(), [])))
+    for (name,) in con.execute(
+            f"SELECT type_name FROM duckdb_types() WHERE {db} AND NOT internal "
+            "AND type_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+        # The name comes from the audited file: quote it as an identifier, never splice it raw.
+        quoted = '"' + name.replace('"', '""') + '"'
+        row = con.execute(f"SELECT typeof(CAST(NULL AS {quoted}))").fetchone()
+        out[name.lower()] = ("TYPE", row[0] if row else "")
+    return out
+
+
+@cache
+def _reference() -> dict[str, tuple[str, str]]:
+    """What the shipped schema files store, as DuckDB itself renders it (this version)."""
+    from .connection import create_stored_objects  # connection imports this module
+
+    con = duckdb.connect()
+    try:
+        create_stored_objects(con)
+        return _fingerprints(con)
+    finally:
+        con.close()
+
+
+def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
+    """Every rms_* object that differs from the shipped one, is missing or is not shipped,
+    and every stored macro that shadows a built-in function. Reads only."""
+    stored, shipped = _fingerprints(con), _reference()
+    problems = []
+    for name, (kind, definition) in sorted(shipped.items()):
+        have = stored.get(name)
+        if have is None:
+            where = ("verification cannot run" if name in AUDIT_TABLES
+                     else "plain DuckDB clients lack it")
+            problems.append(ObjectProblem("STORED_OBJECT_MISSING", name, (
+                f"the {kind.lower()} {name} is missing ({where}): it was dropped, or this is "
+                "not an rms_duck database; restore it from a backup, or open the file "
+                "writable once with rms_duck.connect(path) to re-create what can be")))
+        elif have != (kind, definition):
+            problems.append(ObjectProblem("STORED_OBJECT_CHANGED", name, (
+                f"the stored {have[0].lower()} {name} differs from the shipped {kind.lower()}; "
+                "verification ignores it and runs the shipped SQL, but plain DuckDB clients "
+                f"reading it may be misled; stored definition: {_short(have[1])}; "
+                "rms_duck.connect(path) on a writable file restores shipped views and macros")))
+    for name, (kind, definition) in sorted(stored.items()):
+        if name not in shipped:
+            problems.append(ObjectProblem("STORED_OBJECT_UNKNOWN", name, (
+                f"the {kind.lower()} {name} is not shipped by rms_duck but uses its rms_ "
+                f"prefix (the ranking-query guard trusts rms_* table macros): "
+                f"{_short(definition)}; drop it unless you created it yourself")))
+    for name, kind in con.execute(
+            "SELECT DISTINCT f.function_name, f.function_type FROM duckdb_functions() AS f "
+            "WHERE f.database_name NOT IN ('system', 'temp') AND NOT f.internal "
+            "AND f.function_type IN ('macro', 'table_macro') AND f.function_name IN ("
+            "  SELECT function_name FROM duckdb_functions() WHERE database_name = 'system') "
+            "ORDER BY 1").fetchall():
+        problems.append(ObjectProblem("STORED_OBJECT_SHADOWS", name, (
+            f"the stored {kind.replace('_', ' ')} {name} has the name of a built-in function, "
+            "so any query in this database calling it runs the macro instead; SQL audits "
+            f"here cannot be trusted: drop it (DROP MACRO {name})")))
+    return problems
+
+
+def restore_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Re-create shipped views and macros that were changed; returns their names.
+
+    Tables, types and objects that are not shipped are left alone (data, or the caller's).
+    """
+    restored = []
+    shipped = shipped_statements()
+    for problem in object_problems(con):
+        kind = shipped.get(problem.name, ("",))[0]
+        if problem.problem == "STORED_OBJECT_CHANGED" and kind in ("VIEW", "MACRO"):
+            stored_kind = _fingerprints(con).get(problem.name, ("",))[0]
+            if stored_kind not in ("", kind):
+                continue  # a table where a view belongs: data, never dropped here
+            con.execute(restore_statement(problem.name))
+            restored.append(problem.name)
+    return restored
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= 160 else text[:157] + "...")

@@ -1,0 +1,109 @@
+"""Adversarial review L2, L3, L5, L6: clear errors for deep nesting, budgets out of range and
+a full disk; a connection shared across threads works."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.errors import CandidateError, ConfigError
+
+DEEP = "[" * 5000 + "]" * 5000
+ROW = {"id": "a", "score": 0.5, "content": "x"}
+
+
+def test_deeply_nested_config_is_a_config_error():
+    with pytest.raises(ConfigError, match="config is nested too deeply"):
+        rms_duck.pack_candidates([ROW], budget=300, config=DEEP)
+
+
+def test_deeply_nested_structured_value_is_a_candidate_error(con):
+    with pytest.raises(CandidateError, match="'structured_value' is nested too deeply"):
+        rms_duck.pack_candidates([{**ROW, "structured_value": DEEP}], budget=300)
+    with pytest.raises(Exception, match="CandidateError: .*nested too deeply"):
+        con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x', "
+                    f"'structured_value': '{DEEP}'}}], 300)").fetchall()
+
+
+@pytest.mark.parametrize("store", [True, False])
+def test_a_budget_beyond_32_bits_says_the_range(con, store):
+    with pytest.raises(ConfigError, match=r"at most 2,147,483,647 tokens.*1\.\.2,147,483,647"):
+        rms_duck.pack(con, pa.Table.from_pylist([ROW]), budget=2**31, store=store)
+    assert rms_duck.pack(con, pa.Table.from_pylist([ROW]), budget=2**31 - 1).tokens_used > 0
+
+
+def test_a_budget_beyond_32_bits_in_sql_says_the_range(con):
+    with pytest.raises(Exception, match=r"ConfigError: budget must be at most 2,147,483,647"):
+        con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "
+                    "2147483648)").fetchall()
+
+
+def test_a_full_disk_fails_fast_with_a_clear_error(tmp_path):
+    """RLIMIT_FSIZE stands in for a full disk (no root or tmpfs needed): writes fail with
+    EFBIG as they would with ENOSPC, and the store must not retry them as conflicts."""
+    script = textwrap.dedent(f"""
+        import resource, signal, sys
+        import pyarrow as pa, rms_duck
+        from rms_duck.duck import storage
+        from rms_duck.errors import ReceiptError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        con = rms_duck.connect({str(tmp_path / "full.duckdb")!r})
+        con.execute("CHECKPOINT")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 * 1024 * 1024, 4 * 1024 * 1024))
+        calls = 0
+        once = storage._store_once
+        def counted(*a, **k):
+            global calls
+            calls += 1
+            return once(*a, **k)
+        storage._store_once = counted
+        for i in range(10_000):
+            try:
+                rms_duck.pack(con, pa.Table.from_pylist([{{"id": f"r{{i}}-{{j}}", "score": 0.5,
+                    "content": f"pack {{i}} record {{j}} " + "lorem ipsum dolor " * 40}}
+                    for j in range(40)]), budget=3000, namespace="full")
+                calls = 0
+            except ReceiptError as exc:
+                print("ReceiptError", calls, exc)
+                sys.exit(0)
+            except Exception as exc:
+                print("OTHER", type(exc).__name__, exc)
+                sys.exit(0)
+        print("never full")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=600).stdout
+    assert out.startswith("ReceiptError 1 "), out
+    assert "cannot grow" in out and "free disk space" in out and "nothing was stored" in out
+
+
+def test_a_connection_shared_across_threads_works():
+    con = rms_duck.connect()
+    con.execute("INSERT INTO rms_nodes (id, content) "
+                "SELECT uuid(), 'note ' || i FROM range(50) t(i)")
+    seen = collections.Counter()
+
+    def work():
+        for _ in range(5):
+            try:
+                rms_duck.pack(con, "SELECT CAST(id AS VARCHAR) AS id, 0.5 AS score, content "
+                                   "FROM rms_nodes", budget=300)
+                seen["ok"] += 1
+            except Exception as exc:  # noqa: BLE001 - counted and reported
+                seen[f"{type(exc).__name__}: {exc}"] += 1
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"ok": 30}
+    assert rms_duck.verify_receipts(con) == []
+    assert con.execute("SELECT count(*), max(seq) FROM rms_receipts").fetchone() == (30, 30)

@@ -1,0 +1,103 @@
+"""Adversarial review M1, M2, L1, L7: settings, logs and catalogs are rejected, the guard is
+linear in the query's size with a size limit, and ranking queries take timeout/max_rows."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+import rms_duck
+from rms_duck.duck.query import MAX_QUERY_CHARS, _parse_one, check_query, fingerprint
+from rms_duck.errors import ConfigError, QueryLimitError, QueryRejectedError
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 'p' AS id, 0.5 AS score, current_setting('temp_directory') AS content",
+    "SELECT name AS id, 0.5 AS score, CAST(setting AS VARCHAR) AS content FROM pg_settings",
+    "SELECT name AS id, 0.5 AS score, 'x' AS content FROM pg_catalog.pg_settings",
+    "SELECT 'l' AS id, 0.5 AS score, message AS content FROM duckdb_logs",
+    "SELECT database_name AS id, 0.5 AS score, path AS content FROM duckdb_databases",
+    "SELECT table_name AS id, 0.5 AS score, 'x' AS content FROM information_schema.tables",
+    "SELECT 'q' AS id, 0.5 AS score, current_query() AS content",
+    "SELECT 'a' AS id, 0.5 AS score, 'c' AS content, pg_sleep(3) AS z",
+])
+def test_settings_logs_and_catalogs_are_rejected(con, sql):
+    with pytest.raises(QueryRejectedError, match="rejected"):
+        rms_duck.pack(con, sql, budget=500, store=False)
+
+
+def test_the_owners_logged_queries_do_not_leak(con):
+    con.execute("CALL enable_logging()")
+    con.execute("SELECT 'owner query with secret-token-123'").fetchall()
+    with pytest.raises(QueryRejectedError, match="duckdb_logs"):
+        rms_duck.pack(con, "SELECT 'l' AS id, 0.5 AS score, coalesce(message, '') AS content "
+                           "FROM duckdb_logs", budget=8000, store=False)
+    con.execute("CALL disable_logging()")
+
+
+def _old_fingerprint(tree):
+    shape = normalize_identifiers(tree.copy(), dialect="duckdb")
+    shape = shape.transform(lambda n: exp.Placeholder() if isinstance(n, exp.Literal) else n)
+    text = shape.sql(dialect="duckdb", comments=False, normalize=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, 0.5 AS score, content FROM rms_nodes WHERE salience > 0.3 LIMIT 10",
+    "SELECT 'a' AS id, 0.5 AS score, 'x' AS content WHERE 1 IN (1, 2, 3)",
+    "SELECT id, score, content FROM rms_candidates('deploy', 20, 0.5) WHERE x = 'y'",
+    "SELECT CAST(id AS VARCHAR) AS id, 1 - 0.1 * rank AS score, content FROM t "
+    "WHERE created_at > TIMESTAMP '2026-01-01' + INTERVAL '3' DAY",
+])
+def test_the_linear_fingerprint_equals_the_old_one(sql):
+    tree = _parse_one(sql, "duckdb")
+    assert fingerprint(tree) == _old_fingerprint(tree)
+
+
+def test_sixteen_thousand_literals_pass_the_guard():
+    """Quadratic before (24 s here); no timing asserted, but a CI timeout would catch it."""
+    sql = ("SELECT 'a' AS id, 0.5 AS score, 'x' AS content WHERE 1 IN ("
+           + ",".join(map(str, range(16_000))) + ")")
+    assert check_query(sql).fingerprint
+
+
+def test_a_query_over_the_size_limit_is_rejected_clearly():
+    sql = "SELECT 'a' AS id, 0.5 AS score, '" + "x" * MAX_QUERY_CHARS + "' AS content"
+    with pytest.raises(QueryRejectedError, match=r"characters long, more than the 100,000"):
+        check_query(sql)
+
+
+def test_deep_nesting_is_a_rejection_not_a_recursion_error(con):
+    sql = "SELECT 'a' AS id, 0.5 AS score, " + "(" * 500 + "'x'" + ")" * 500 + " AS content"
+    with pytest.raises(QueryRejectedError, match="nested too deeply"):
+        rms_duck.pack(con, sql, budget=300, store=False)
+
+
+def test_max_rows_stops_a_huge_ranking_query(con):
+    with pytest.raises(QueryLimitError, match=r"more than max_rows=1,000 rows"):
+        rms_duck.pack(con, "SELECT 'x' || i AS id, 0.5 AS score, 'c ' || i AS content "
+                           "FROM range(2000000) t(i)", budget=300, store=False, max_rows=1000)
+    b = rms_duck.pack(con, "SELECT 'x' || i AS id, 0.5 AS score, 'c' AS content FROM range(10) "
+                           "t(i)", budget=300, store=False, max_rows=10)
+    assert len(b.included) + len(b.excluded) == 10
+
+
+def test_timeout_interrupts_a_slow_ranking_query(con):
+    with pytest.raises(QueryLimitError, match="timeout=0.2 s"):
+        rms_duck.pack(con, "SELECT 'a' AS id, 0.5 AS score, CAST(sum(i) AS VARCHAR) AS content "
+                           "FROM range(100000000000) t(i)", budget=300, store=False, timeout=0.2)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"timeout": 0}, "timeout must be a positive number"),
+    ({"timeout": "5"}, "timeout must be a positive number"),
+    ({"max_rows": 0}, "max_rows must be a positive whole number"),
+    ({"max_rows": 1.5}, "max_rows must be a positive whole number"),
+])
+def test_bad_limits_are_config_errors(con, kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        rms_duck.pack(con, "SELECT 'a' AS id, 0.5 AS score, 'c' AS content", budget=300,
+                      store=False, **kwargs)

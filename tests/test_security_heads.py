@@ -1,0 +1,104 @@
+"""Adversarial review L11 / O21: chain heads exported outside the database catch a chain
+whose newest receipts were deleted or rewritten (which the chain alone cannot)."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.cli import main
+from rms_duck.errors import ReceiptError
+
+
+def fill(path, n=3, namespace="ns"):
+    con = rms_duck.connect(path)
+    for k in range(n):
+        rms_duck.pack(con, pa.Table.from_pylist(
+            [{"id": f"{k}-{j}", "score": 0.5, "content": f"note {k} {j}"} for j in range(4)]),
+            budget=300, namespace=namespace)
+    return con
+
+
+def test_export_heads_names_each_chains_newest_receipt(tmp_path):
+    con = fill(str(tmp_path / "a.duckdb"))
+    fill_more = rms_duck.pack(con, pa.Table.from_pylist(
+        [{"id": "x", "score": 0.5, "content": "other chain"}]), budget=300, namespace="b")
+    heads = rms_duck.export_heads(con)
+    assert heads["format"] == "rms_duck.chain_heads" and heads["version"] == 1
+    assert [(h["chain_namespace"], h["seq"]) for h in heads["chains"]] == [("b", 1), ("ns", 3)]
+    assert heads["chains"][0]["receipt_id"] == fill_more.receipt_id
+    assert rms_duck.verify_receipts(con, heads=heads) == []
+
+
+def test_deleting_the_newest_receipts_is_caught_by_the_heads(tmp_path):
+    con = fill(str(tmp_path / "a.duckdb"))
+    heads = rms_duck.export_heads(con)
+    con.execute("DELETE FROM rms_bundles WHERE bundle_id IN "
+                "(SELECT bundle_id FROM rms_receipts WHERE seq = 3)")
+    con.execute("DELETE FROM rms_receipts WHERE seq = 3")
+    assert rms_duck.verify_receipts(con) == []  # the chain alone still links
+    [problem] = rms_duck.verify_receipts(con, heads=heads)
+    assert problem.problem == "HEAD_MISSING" and "now ends at seq 2" in problem.detail
+
+
+def test_rewriting_and_rehashing_the_last_receipt_is_caught_by_the_heads(tmp_path):
+    con = fill(str(tmp_path / "a.duckdb"))
+    heads = rms_duck.export_heads(con)
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import sha256_text
+    body = json.loads(con.execute("SELECT receipt FROM rms_receipts WHERE seq = 3").fetchone()[0])
+    body["budget"] += 0  # same value, new text: a trailing edit in a recomputed receipt
+    body["session_id"] = "forged"
+    text = canonical_json(body)
+    con.execute("UPDATE rms_receipts SET receipt = ?, receipt_sha256 = ? WHERE seq = 3",
+                [text, sha256_text(text)])
+    con.execute("UPDATE rms_bundles SET session_id = 'forged' WHERE bundle_id = "
+                "(SELECT bundle_id FROM rms_receipts WHERE seq = 3)")
+    assert rms_duck.verify_receipts(con) == []
+    assert [p.problem for p in rms_duck.verify_receipts(con, heads=heads)] == ["HEAD_MISMATCH"]
+
+
+def test_cli_exports_heads_and_checks_them(tmp_path, capsys):
+    path = str(tmp_path / "a.duckdb")
+    fill(path).close()
+    heads_file = tmp_path / "heads.json"
+    assert main(["audit", "--db", path, "--export-heads", str(heads_file)]) == 0
+    assert "saved 1 chain head(s)" in capsys.readouterr().out
+    assert rms_duck.read_heads(heads_file)["chains"][0]["seq"] == 3
+    assert main(["audit", "--db", path, "--heads", str(heads_file)]) == 0
+    con = duckdb.connect(path)
+    con.execute("DELETE FROM rms_bundles WHERE bundle_id IN "
+                "(SELECT bundle_id FROM rms_receipts WHERE seq = 3)")
+    con.execute("DELETE FROM rms_receipts WHERE seq = 3")
+    con.close()
+    assert main(["audit", "--db", path]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--db", path, "--heads", str(heads_file)]) == 1
+    assert "HEAD_MISSING at chain 'ns' seq 3" in capsys.readouterr().out
+
+
+def test_cli_does_not_export_heads_of_a_database_that_fails(tmp_path, capsys):
+    path = str(tmp_path / "a.duckdb")
+    con = fill(path)
+    con.execute("UPDATE rms_receipts SET receipt_sha256 = 'x' WHERE seq = 2")
+    con.close()
+    heads_file = tmp_path / "heads.json"
+    assert main(["audit", "--db", path, "--export-heads", str(heads_file)]) == 1
+    assert "NOT saved" in capsys.readouterr().out and not heads_file.exists()
+
+
+@pytest.mark.parametrize("content", ["not json", '{"format": "other"}', '{"format": '
+                                     '"rms_duck.chain_heads", "version": 1, "chains": [{}]}'])
+def test_a_bad_heads_file_is_a_clear_error(tmp_path, content, capsys):
+    bad = tmp_path / "heads.json"
+    bad.write_text(content)
+    with pytest.raises(ReceiptError, match="rms-duck audit --export-heads"):
+        rms_duck.read_heads(bad)
+    path = str(tmp_path / "a.duckdb")
+    fill(path, n=1).close()
+    assert main(["audit", "--db", path, "--heads", str(bad)]) == 1
+    assert "rms-duck audit --export-heads" in capsys.readouterr().err

@@ -1,0 +1,104 @@
+"""Adversarial review H3 and M5: a poisoned rms_line_costs never changes a pack or a receipt
+silently, `rms-duck audit --line-costs` finds wrong rows, and the line cache is byte-capped."""
+
+from __future__ import annotations
+
+import pytest
+
+import rms_duck
+from rms_duck.cli import main
+from rms_duck.errors import RmsWarning
+from rms_duck.tokens import counter as counter_module
+from rms_duck.tokens.counter import LineCounter, cache_bytes, clear_line_cache, cost_bounds
+from rms_duck.tokens.encodings import DEFAULT_ENCODING
+
+Q = "SELECT CAST(id AS VARCHAR) AS id, 0.5 AS score, content FROM rms_nodes"
+
+
+@pytest.fixture
+def h3_db(tmp_path):
+    path = str(tmp_path / "h3.duckdb")
+    con = rms_duck.connect(path)
+    con.execute("INSERT INTO rms_nodes (id, content) SELECT uuid(), 'Fact ' || i || ': service ' "
+                "|| i || ' listens on port ' || (8000 + i) FROM range(60) t(i)")
+    clear_line_cache()
+    clean = rms_duck.pack(con, Q, budget=600)  # tokenizes every line and persists the costs
+    assert con.execute("SELECT count(*) FROM rms_line_costs").fetchone()[0] > 0
+    con.close()
+    return path, clean
+
+
+@pytest.mark.parametrize("poison", [100_000, 0, 1, -1000, 3])
+def test_a_poisoned_cost_cache_changes_nothing_and_is_reported(h3_db, poison):
+    path, clean = h3_db
+    con = rms_duck.connect(path)
+    con.execute(f"UPDATE rms_line_costs SET n_tokens = {poison}")
+    clear_line_cache()  # a fresh process: only the persisted costs are known
+    with pytest.warns(RmsWarning, match="rms_line_costs held .* wrong cost"):
+        bundle = rms_duck.pack(con, Q, budget=600)
+    assert bundle.context == clean.context
+    assert [r.tokens for r in bundle.included] == [r.tokens for r in clean.included]
+    assert rms_duck.verify_receipts(con) == []
+    assert rms_duck.replay(con, bundle.receipt_id).identical
+    # Storing repaired the rows this pack met: the next fresh pack meets none.
+    clear_line_cache()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RmsWarning)
+        assert rms_duck.pack(con, Q, budget=600, store=False).context == clean.context
+    con.close()
+
+
+def test_loaded_costs_outside_their_bounds_are_refused():
+    counter = LineCounter("cl100k_base")
+    line = "- service 7 listens on port 8007"
+    low, high = cost_bounds(line, counter.max_token_chars)
+    assert low <= counter.exact(line) <= high
+    counter.prime([(line, high + 1), ("other words here", 0)])
+    assert counter.rejected == {line: high + 1, "other words here": 0}
+    assert counter.cached_cost(line) in (None, counter.exact(line))
+
+
+def test_audit_recounts_the_line_cost_table(h3_db, capsys):
+    path, _ = h3_db
+    assert main(["audit", "--db", path, "--line-costs"]) == 0
+    assert "line costs  OK" in capsys.readouterr().out
+    con = rms_duck.connect(path)
+    report = rms_duck.check_line_costs(con)
+    assert report.ok and report.checked == report.rows > 0
+    con.execute("UPDATE rms_line_costs SET n_tokens = n_tokens + 1 WHERE line_sha256 IN "
+                "(SELECT line_sha256 FROM rms_line_costs ORDER BY line_sha256 LIMIT 2)")
+    con.close()
+    assert main(["audit", "--db", path, "--line-costs"]) == 1
+    out = capsys.readouterr().out
+    assert "line costs  FAILED: 2 wrong row(s)" in out and out.count("  WRONG ") == 2
+
+
+def test_the_process_line_cache_is_capped_by_bytes(monkeypatch):
+    clear_line_cache()
+    monkeypatch.setattr(counter_module, "CACHE_BYTES", 4 * 1024 * 1024)
+    for i in range(40):  # 40 distinct records of about 300 kB each: 12 MB of lines
+        rms_duck.pack_candidates([{"id": f"b{i}", "score": 0.5,
+                                   "content": f"{i} " + "lorem ipsum " * 25_000}], budget=200_000)
+    assert 0 < cache_bytes(DEFAULT_ENCODING) <= 4 * 1024 * 1024
+    clear_line_cache()
+    assert cache_bytes() == 0
+
+
+def test_the_render_memo_is_capped_by_bytes(monkeypatch):
+    """M5's RSS growth came from the per-format render memo (16,384 entries, each keeping a
+    view and its line alive): 300 packs of one distinct 1 MB record grew RSS by 670 MB."""
+    import sys
+
+    from rms_duck.formats import base
+
+    monkeypatch.setattr(base, "_MEMO_BYTES", 4 * 1024 * 1024)
+    base.clear_render_memos()
+    for i in range(200):  # 200 distinct records of about 20 kB: 8 MB of lines
+        rms_duck.pack_candidates([{"id": f"m{i}", "score": 0.5,
+                                   "content": f"{i} " + "dolor sit " * 2_000}], budget=50_000)
+    held = sum(2 * sys.getsizeof(line) for memo in base._MEMOS for line in memo.values())
+    assert 0 < held <= 4 * 1024 * 1024 * len(base._MEMOS)
+    big = "x " * 200_000  # a line larger than a 64th of the cap is never kept
+    rms_duck.pack_candidates([{"id": "big", "score": 0.5, "content": big}], budget=500_000)
+    assert not any(big in line for memo in base._MEMOS for line in memo.values())

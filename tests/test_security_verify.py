@@ -1,0 +1,233 @@
+"""Adversarial review H1, M3, M4, M7: verification runs shipped SQL on the raw tables, binds
+every bundle column, fails on any replay difference, and audits read-only."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.audit.explain import explain
+from rms_duck.audit.summary import summarise
+from rms_duck.cli import main
+from rms_duck.errors import RmsWarning
+from rms_duck.escape import canonical_json
+from rms_duck.receipts import sha256_text
+
+EMPTY_PROBLEMS = (
+    "CREATE OR REPLACE VIEW rms_receipt_problems AS SELECT NULL::VARCHAR AS chain_namespace, "
+    "NULL::BIGINT AS seq, NULL::UUID AS receipt_id, NULL::UUID AS bundle_id, "
+    "NULL::VARCHAR AS problem, NULL::VARCHAR AS detail WHERE false")
+
+
+def table(k: int, n: int = 30):
+    return pa.Table.from_pylist([{"id": f"r{k}-{j}", "score": 0.5,
+                                  "content": f"record {j} " * (5 + j)} for j in range(n)])
+
+
+@pytest.fixture
+def h1_db(tmp_path):
+    """The H1 attack: a mid-chain receipt edited without re-hashing, and the problems view
+    replaced by one that never returns a row. Returns the path."""
+    path = str(tmp_path / "h1.duckdb")
+    con = rms_duck.connect(path)
+    for k in range(3):
+        rms_duck.pack(con, table(k), budget=300, namespace="ns")
+    con.close()
+    attacker = duckdb.connect(path)
+    rid, text = attacker.execute(
+        "SELECT receipt_id, receipt FROM rms_receipts WHERE seq = 2").fetchone()
+    attacker.execute("UPDATE rms_receipts SET receipt = ? WHERE receipt_id = ?",
+                     [text.replace('"BUDGET_EXHAUSTED"', '"DUPLICATE"'), rid])
+    attacker.execute(EMPTY_PROBLEMS)
+    attacker.close()
+    return path
+
+
+def codes(problems):
+    return {p.problem for p in problems}
+
+
+def test_a_replaced_problems_view_cannot_hide_an_edited_receipt(h1_db):
+    con = duckdb.connect(h1_db, read_only=True)
+    try:
+        problems = rms_duck.verify_receipts(con)
+    finally:
+        con.close()
+    assert {"DIGEST_MISMATCH", "CHAIN_BROKEN", "STORED_OBJECT_CHANGED"} <= codes(problems)
+    [changed] = [p for p in problems if p.problem == "STORED_OBJECT_CHANGED"]
+    assert changed.object_name == "rms_receipt_problems"
+    assert "differs from the shipped view" in changed.detail
+
+
+def test_register_restores_the_shipped_view_and_warns(h1_db):
+    with pytest.warns(RmsWarning, match="restored the shipped definitions of rms_receipt_problems"):
+        con = rms_duck.connect(h1_db)
+    try:
+        assert {"DIGEST_MISMATCH", "CHAIN_BROKEN"} <= codes(rms_duck.verify_receipts(con))
+        assert "STORED_OBJECT_CHANGED" not in codes(rms_duck.verify_receipts(con))
+    finally:
+        con.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RmsWarning)
+        rms_duck.connect(h1_db).close()  # nothing left to restore
+
+
+def test_audit_replay_fails_on_the_h1_database(h1_db, capsys):
+    assert main(["audit", "--db", h1_db, "--replay"]) == 1
+    out = capsys.readouterr().out
+    assert "DIGEST_MISMATCH" in out and "STORED_OBJECT_CHANGED" in out
+
+
+def test_a_macro_shadowing_a_builtin_is_reported(tmp_path):
+    path = str(tmp_path / "shadow.duckdb")
+    rms_duck.connect(path).close()
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE MACRO sha256(x) AS 'forged'")
+    attacker.execute("CREATE MACRO rms_evil(p) AS TABLE SELECT content FROM read_text(p)")
+    attacker.close()
+    con = duckdb.connect(path, read_only=True)
+    problems = rms_duck.verify_receipts(con)
+    con.close()
+    by_code = {p.problem: p.object_name for p in problems}
+    assert by_code == {"STORED_OBJECT_SHADOWS": "sha256", "STORED_OBJECT_UNKNOWN": "rms_evil"}
+
+
+def test_explain_ignores_a_replaced_decisions_view(con):
+    rid = rms_duck.pack(con, table(0), budget=200).receipt_id
+    con.execute("CREATE TABLE saved AS SELECT * FROM rms_receipt_decisions")
+    con.execute("CREATE OR REPLACE VIEW rms_receipt_decisions AS SELECT * REPLACE "
+                "('included' AS decision) FROM saved")
+    assert con.execute("SELECT DISTINCT decision FROM rms_receipt_decisions").fetchall() == [
+        ("included",)]
+    rows = explain(con, rid)
+    assert {r["decision"] for r in rows} == {"included", "excluded"}
+    assert "STORED_OBJECT_CHANGED" in codes(rms_duck.verify_receipts(con))
+
+
+@pytest.mark.parametrize("column, value", [
+    ("session_id", "'other'"), ("namespace_id", "'zzz'"), ("query_text", "'SELECT forged'"),
+    ("included_count", "99"), ("excluded_count", "7"),
+    ("created_at", "created_at - INTERVAL 300 DAY"),
+])
+def test_every_bundle_column_is_bound_to_the_receipt(con, column, value):
+    for k in range(2):
+        rms_duck.pack(con, pa.Table.from_pylist(
+            [{"id": f"{k}-{j}", "score": 0.5, "content": f"note {j}"} for j in range(5)]),
+            budget=300, session_id="s1")
+    assert rms_duck.verify_receipts(con) == []
+    con.execute(f"UPDATE rms_bundles SET {column} = {value}")
+    problems = rms_duck.verify_receipts(con)
+    assert {(p.problem, f"bundle column {column} " in p.detail) for p in problems} == {
+        ("BUNDLE_FIELD_MISMATCH", True)}
+
+
+def test_every_bundle_column_is_checked_by_verify(con):
+    """A new rms_bundles column must be bound, or derived and checked, before it ships."""
+    columns = {c for (c,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'rms_bundles'").fetchall()}
+    from rms_duck.duck.shipped import view_query
+    sql = view_query("rms_receipt_problems")
+    digested = {"bundle_id", "context", "context_sha256", "inputs"}  # joined or hashed
+    assert {c for c in columns - digested if f"'{c}'" not in sql} == set()
+
+
+@pytest.mark.parametrize("edit", ["reasons", "encoding"])
+def test_audit_replay_fails_on_any_replay_difference(tmp_path, capsys, edit):
+    path = str(tmp_path / "m4.duckdb")
+    con = rms_duck.connect(path)
+    rid = rms_duck.pack(con, pa.Table.from_pylist(
+        [{"id": f"{j}", "score": 0.5, "content": f"note {j} " * 30} for j in range(30)]),
+        budget=200).receipt_id
+    body = json.loads(con.execute("SELECT receipt FROM rms_receipts WHERE receipt_id = ?",
+                                  [rid]).fetchone()[0])
+    if edit == "reasons":
+        for c in body["candidates"]:
+            if c["decision"] == "excluded":
+                c["reason"] = "DUPLICATE"
+    else:
+        body["encoding"]["sha256"] = "0" * 64
+    text = canonical_json(body)
+    con.execute("UPDATE rms_receipts SET receipt = ?, receipt_sha256 = ? WHERE receipt_id = ?",
+                [text, sha256_text(text), rid])
+    con.execute("UPDATE rms_chain_heads SET receipt_sha256 = ?", [sha256_text(text)])
+    result = rms_duck.replay(con, rid)
+    assert result.identical and (not result.same_decisions or result.encoding_changed)
+    assert not summarise(con, with_replay=True).ok
+    con.close()
+    assert main(["audit", "--db", path, "--replay"]) == 1
+    assert "DIFFERS" in capsys.readouterr().out
+
+
+def _tables(path):
+    con = duckdb.connect(path, read_only=True)
+    try:
+        rows = con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        return sorted(r[0] for r in rows)
+    finally:
+        con.close()
+
+
+def test_audit_never_writes_into_a_file_that_is_not_an_rms_database(tmp_path, capsys):
+    path = str(tmp_path / "m7.duckdb")
+    duckdb.connect(path).execute("CREATE TABLE t(x INT)").close()
+    assert main(["audit", "--db", path]) == 1
+    assert "STORED_OBJECT_MISSING at object rms_receipts" in capsys.readouterr().out
+    assert _tables(path) == ["t"]
+
+
+def test_audit_reports_dropped_tables_instead_of_recreating_them(tmp_path, capsys):
+    path = str(tmp_path / "dropped.duckdb")
+    con = rms_duck.connect(path)
+    rms_duck.pack(con, table(0), budget=300)
+    con.close()
+    attacker = duckdb.connect(path)
+    for name in ("rms_receipts", "rms_bundles"):
+        attacker.execute(f"DROP TABLE {name}")
+    attacker.execute("DROP VIEW rms_session_metrics")
+    attacker.close()
+    before = _tables(path)
+    assert main(["audit", "--db", path, "--replay"]) == 1
+    out = capsys.readouterr().out
+    for name in ("rms_receipts", "rms_bundles", "rms_session_metrics"):
+        assert f"STORED_OBJECT_MISSING at object {name}" in out
+    assert "verify      OK" not in out
+    assert _tables(path) == before
+
+
+def test_a_read_only_connection_warns_about_changed_objects(h1_db):
+    with pytest.warns(RmsWarning, match="stored objects differ from the shipped ones: "
+                                         "rms_receipt_problems"):
+        con = rms_duck.connect(h1_db, read_only=True)
+    try:
+        assert "STORED_OBJECT_CHANGED" in codes(rms_duck.verify_receipts(con))
+    finally:
+        con.close()
+
+
+def test_a_stored_macro_named_like_a_udf_is_reported_and_dropped(tmp_path):
+    from rms_duck.errors import StoredObjectError
+
+    path = str(tmp_path / "udf.duckdb")
+    rms_duck.connect(path).close()
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE MACRO rms_pack_udf(a, b, c) AS NULL")
+    attacker.close()
+    audit = duckdb.connect(path, read_only=True)
+    assert "STORED_OBJECT_UNKNOWN" in codes(rms_duck.verify_receipts(audit))
+    audit.close()
+    with pytest.raises(StoredObjectError, match=r"rms_pack_udf.*rms_duck.connect\(path\)"):
+        with pytest.warns(RmsWarning):
+            rms_duck.connect(path, read_only=True)
+    with pytest.warns(RmsWarning, match=r"dropped stored macros .*\(rms_pack_udf\)"):
+        con = rms_duck.connect(path)
+    try:
+        assert rms_duck.verify_receipts(con) == []
+        assert con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "
+                           "300).tokens_used").fetchone()[0] > 0
+    finally:
+        con.close()
