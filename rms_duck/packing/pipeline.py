@@ -14,7 +14,6 @@ from ..bundle import MemoryBundle, TraceRow
 from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError
-from ..formats.metadata import metadata_line
 from ..metrics import bundle_metrics
 from ..records import (
     Candidate,
@@ -64,10 +63,15 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
     available = budget - config.overhead_tokens
     conflicts = conflict_map(pool)
 
+    fmt = config.format
+    widest_label = f"c{max(len(pool), 1)}"
+
     def metadata_cost(pairs: frozenset[tuple[str, str]]) -> int:
-        # Widest numbers: the final line can only be as long or shorter.
-        return counter.line_cost(metadata_line(
-            tokens_used=max(available, 0), budget=budget, conflicts=sorted(pairs),
+        # Widest numbers and labels: the final line can only be as long or shorter.
+        shown = ([widest_label] * len(pairs) if fmt.labels_conflicts
+                 else [list(pair) for pair in sorted(pairs)])
+        return counter.line_cost(fmt.metadata_line(
+            tokens_used=max(available, 0), budget=budget, conflicts=shown,
             excluded_count=len(rows)))
 
     selector = Selector(pool, available=available, config=config, counter=counter,

@@ -23,7 +23,7 @@ from ..records import (
 )
 from ..tokens.counter import LineCounter
 from .folding import folds_into
-from .layout import Entry, Layout
+from .layout import Entry, Layout, dated
 from .neighbours import SESSION_PATH, session_links
 from .represent import representation_text
 
@@ -116,6 +116,8 @@ class Selector:
         self.packed_by_source: dict[str, list[Entry]] = {}
         numbered = config.numbered
         self.provisional_ref = f"m{len(pool)}" if numbered else None
+        # Pair labels are numbered at assembly; the widest one costs every line meanwhile.
+        self.provisional_label = f"c{max(len(pool), 1)}"
         self.layout = Layout(self.fmt, counter, config.context_citations, metadata_cost)
         self.allowed = _allowed_levels(config, self.fmt.text_levels_only)
         self.text_required = self.fmt.text_levels_only or config.min_level in TEXT_LEVELS
@@ -131,7 +133,9 @@ class Selector:
         text = representation_text(c, level)
         if text is None:
             return None
-        return RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
+        contradicts = self.conflicts.get(c.id, ())
+        labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
+        return RecordView(c, level, text, self.provisional_ref, contradicts, labels)
 
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
@@ -216,7 +220,7 @@ class Selector:
                 outcome.full_cost = cost
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
-                          self.fmt.shows_speaker(view))
+                          self.fmt.shows_speaker(view), dated(self.fmt, view))
             delta = self.layout.delta(entry)
             if delta <= self.remaining():
                 self.layout.add(entry, delta)
