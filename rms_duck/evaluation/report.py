@@ -77,9 +77,10 @@ def format_summary(run: EvalRun) -> str:
                  f"{t['packs']} packs {t['pack_seconds']:.1f} s "
                  f"({1000 * t['pack_seconds'] / max(t['packs'], 1):.1f} ms each)")
     parts.append("evidence = share of evidence turns packed with their text; all-evid = share "
-                 "of questions with all their evidence packed; text = record text (content + speaker) "
-                 "share of tokens_used; ceiling = all-evid when plain `speaker: text` lines fill "
-                 "the same room; vs-ceil = all-evid / ceiling; per category: evidence/all-evid")
+                 "of questions with all their evidence packed; text = record text (content + "
+                 "speaker) share of tokens_used; ceiling = all-evid when plain `speaker: text` "
+                 "lines fill the same room; vs-ceil = all-evid / ceiling; per category: "
+                 "evidence/all-evid")
     return "\n".join(parts)
 
 

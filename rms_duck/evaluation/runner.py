@@ -23,16 +23,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..config import ORDERINGS, POLICIES, PackingConfig
 from ..duck.connection import connect
 from ..duck.ranking import RankingWeights, parse_weights, refresh_index
-from ..bundle import MemoryBundle
 from ..formats import RecordView
 from ..packing.pipeline import pack_candidates
 from ..packing.represent import representation_text
-from ..tokens.counter import LineCounter
 from ..records import TEXT_LEVELS, Candidate
+from ..tokens.counter import LineCounter
 from .loader import Conversation, Question
 
 BUDGETS = (2048, 4096, 8192)
