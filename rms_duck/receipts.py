@@ -60,6 +60,8 @@ CANDIDATE_FIELDS: dict[str, str] = {
     "decision": "included or excluded",
     "reason": "coded reason for an exclusion (BUDGET_EXHAUSTED, DUPLICATE, ...), or null",
     "position": "0-based line order in the context, or null",
+    "source_type": "the node's stored source_type (user_stated, tool_output, ...)",
+    "epistemic": "the node's epistemic status (asserted, inferred, ...)",
 }
 
 
@@ -85,6 +87,7 @@ def decision_to_dict(d: Decision) -> dict[str, Any]:
         "order_key": "head" if key is not None and math.isinf(key) else key,
         "tried": list(d.tried), "chosen": d.chosen, "tokens": d.tokens,
         "decision": d.decision, "reason": d.reason, "position": d.position,
+        "source_type": d.source_type, "epistemic": d.epistemic,
     }
 
 

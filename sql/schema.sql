@@ -41,7 +41,24 @@ CREATE TABLE IF NOT EXISTS rms_nodes (
     session_id          VARCHAR,
     session_position    INTEGER,
     condition_state     VARCHAR,
-    token_cost_estimate INTEGER
+    -- RFC Method 3: Method 2 stored at creation, for any INSERT (rms_duck.tokens.estimate.
+    -- stored_estimate_sql() writes this expression; it follows the content on every edit)
+    token_cost_estimate INTEGER GENERATED ALWAYS AS (
+        CAST(ceil(round(length(regexp_replace(content, '[^A-Za-z]', '', 'g')) / 3.927 +
+        length(regexp_replace(content, '\P{Cyrillic}', '', 'g')) / 2.108 +
+        length(regexp_replace(content, '\P{Greek}', '', 'g')) / 1.027 +
+        length(regexp_replace(content, '\P{Arabic}', '', 'g')) / 1.22 +
+        length(regexp_replace(content, '\P{Hebrew}', '', 'g')) / 1.067 +
+        length(regexp_replace(content, '\P{Devanagari}', '', 'g')) / 1.161 +
+        length(regexp_replace(content, '\P{Han}', '', 'g')) / 1.251 +
+        length(regexp_replace(content, '\P{Hangul}', '', 'g')) / 1.222 +
+        length(regexp_replace(content, '\P{Hiragana}', '', 'g')) / 1.4 +
+        length(regexp_replace(content, '\P{Katakana}', '', 'g')) / 1.165 +
+        length(regexp_replace(content, '\P{Thai}', '', 'g')) / 1.181 +
+        length(regexp_replace(content, '[^0-9]', '', 'g')) / 3.0 +
+        length(regexp_replace(content, '[\s\p{L}\p{M}\p{N}]', '', 'g')) / 1.198 +
+        greatest(length(regexp_replace(content, '[^\p{L}\p{M}\p{N}]', '', 'g')) - length(regexp_replace(content, '[^0-9]', '', 'g')) - length(regexp_replace(content, '[^A-Za-z]', '', 'g')) - length(regexp_replace(content, '\P{Cyrillic}', '', 'g')) - length(regexp_replace(content, '\P{Greek}', '', 'g')) - length(regexp_replace(content, '\P{Arabic}', '', 'g')) - length(regexp_replace(content, '\P{Hebrew}', '', 'g')) - length(regexp_replace(content, '\P{Devanagari}', '', 'g')) - length(regexp_replace(content, '\P{Han}', '', 'g')) - length(regexp_replace(content, '\P{Hangul}', '', 'g')) - length(regexp_replace(content, '\P{Hiragana}', '', 'g')) - length(regexp_replace(content, '\P{Katakana}', '', 'g')) - length(regexp_replace(content, '\P{Thai}', '', 'g')), 0) / 0.8, 6)) AS INTEGER)
+    ) VIRTUAL
 );
 
 -- rms_nodes.embedding: an optional vector per node, filled by the caller; the VECTOR path

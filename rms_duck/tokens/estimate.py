@@ -107,3 +107,67 @@ def _check_ratio(field: str, value: object) -> float:
 
 def _ROUND(cost: float) -> int:
     return int(math.floor(cost + 0.5))  # nearest, halves up: a word near k chars is 1 token
+
+
+# -- Method 3: the estimate rms_nodes stores at creation -----------------------------------
+# A plain INSERT must get a value, and DuckDB computes only a generated column at insert
+# time, from pure SQL without lambdas. So the stored estimate is Method 2 in its literal RFC
+# form, ceil(sum over classes of chars / chars_per_token), over the classes below with the
+# vocabulary-derived ratios of cl100k_base; the schema's generated column is
+# stored_estimate_sql() verbatim (tests/test_rfc_gaps.py keeps the two in step).
+STORED_CLASSES: tuple[tuple[str, str], ...] = (
+    ("latin", "[A-Za-z]"),
+    ("cyrillic", r"\p{Cyrillic}"),
+    ("greek", r"\p{Greek}"),
+    ("arabic", r"\p{Arabic}"),
+    ("hebrew", r"\p{Hebrew}"),
+    ("devanagari", r"\p{Devanagari}"),
+    ("han", r"\p{Han}"),
+    ("hangul", r"\p{Hangul}"),
+    ("hiragana", r"\p{Hiragana}"),
+    ("katakana", r"\p{Katakana}"),
+    ("thai", r"\p{Thai}"),
+    ("digit", "[0-9]"),
+    ("symbol", r"[^\s\p{L}\p{M}\p{N}]"),
+)
+_OTHER_LETTERS = r"[\p{L}\p{M}\p{N}]"  # minus the classes above: accented Latin, other scripts
+_OTHER_CHARS_PER_TOKEN = 0.8
+_STORED_ENCODING = "cl100k_base"
+
+
+def _stored_terms() -> list[tuple[str, float]]:
+    table = CHARS_PER_TOKEN[_STORED_ENCODING]
+    return [(pattern, table[name]) for name, pattern in STORED_CLASSES]
+
+
+def stored_estimate(text: str) -> int:
+    """What rms_nodes.token_cost_estimate holds for `text` (the SQL column, in Python)."""
+    counted = 0
+    total = 0.0
+    for pattern, ratio in _stored_terms():
+        n = len(regex.findall(pattern, text))
+        total += n / ratio
+        if pattern not in ("[0-9]", STORED_CLASSES[-1][1]):
+            counted += n
+    other = len(regex.findall(_OTHER_LETTERS, text)) - counted - len(regex.findall("[0-9]", text))
+    total += max(other, 0) / _OTHER_CHARS_PER_TOKEN
+    return math.ceil(round(total, 6))
+
+
+def stored_estimate_sql(column: str = "content") -> str:
+    """The same estimate as one pure-SQL expression (RE2 classes), for a generated column."""
+    def chars(pattern: str) -> str:
+        return f"length(regexp_replace({column}, '[^{pattern.strip('[]')}]', '', 'g'))" \
+            if pattern.startswith("[") and not pattern.startswith("[^") else \
+            f"length(regexp_replace({column}, '{_negate(pattern)}', '', 'g'))"
+    terms = [f"{chars(p)} / {r}" for p, r in _stored_terms()]
+    letters = [chars(p) for p, _ in _stored_terms()[:-2]]
+    other = (f"greatest({chars(_OTHER_LETTERS)} - {chars('[0-9]')} - "
+             + " - ".join(letters) + f", 0) / {_OTHER_CHARS_PER_TOKEN}")
+    return "CAST(ceil(round(" + " + ".join([*terms, other]) + ", 6)) AS INTEGER)"
+
+
+def _negate(pattern: str) -> str:
+    if pattern.startswith("[^"):
+        return "[" + pattern[2:]
+    return f"[^{pattern[1:-1]}]" if pattern.startswith("[") else f"\\P{{{pattern[3:-1]}}}"
