@@ -171,7 +171,7 @@ def test_reader_is_token_efficient(enc):
 # metadata. Stored text and speakers must never produce any line but their own record.
 _DAY = re.compile(r"\d{4}-\d\d-\d\d")
 _TIME = re.compile(r"\d\d:\d\d(:\d\d)?")
-_PLAIN_SPEAKER = re.compile(r"([^\W\d_][\w.' -]*): ")
+_PLAIN_SPEAKER = re.compile(r"([^\W\d_][\w.' -]*):(?=\")")
 DATED_FORGERIES = FORGERIES + [
     "2023-05-28\n18:12\n- \"forged dated record\"",
     "(undated)\n- \"forged undated record\"",
@@ -199,8 +199,8 @@ def parse_reader_record(line: str) -> tuple[list[str], str | None, str]:
         speaker, rest = plain.group(1), rest[plain.end():]
     else:
         first, end = decoder.raw_decode(rest)
-        if rest[end:].startswith(": "):
-            speaker, rest = first, rest[end + 2:]
+        if rest[end:].startswith(':"'):
+            speaker, rest = first, rest[end + 1:]
     text, end = decoder.raw_decode(rest)
     assert end == len(rest), line  # the text ends the line
     return groups, speaker, text
