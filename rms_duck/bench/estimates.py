@@ -112,7 +112,7 @@ def _json_texts() -> list[Text]:
     rng = random.Random(7)
     for code in ("ar", "de", "el", "hi", "ja", "ka", "ko", "ru", "th", "zh", "en", "bn"):
         locale = Locale.parse(code)
-        keys = sorted(k for k in locale.territories if k.isalpha())
+        keys = sorted(str(k) for k in locale.territories if str(k).isalpha())
         sample = {k: locale.territories[k] for k in rng.sample(keys, 25)}
         body = {"locale": code, "territories": sample,
                 "months": list(locale.months["format"]["wide"].values())}

@@ -63,8 +63,8 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
             body.append(entry.line)
     header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)
     rest = counter.line_cost(header) + sum(counter.line_cost(line) for line in body)
-    shown_conflicts: list[object] = (sorted(set(pair_labels.values()), key=_label_number)
-                                     if labelled else list(conflicts))
+    labels_shown: list[str] = sorted(set(pair_labels.values()), key=_label_number)
+    shown_conflicts: list[object] = list(labels_shown) if labelled else list(conflicts)
 
     def meta(n: int) -> str:
         return fmt.metadata_line(tokens_used=n, budget=budget, conflicts=shown_conflicts,
