@@ -163,11 +163,12 @@ def candidates_json(trace: Sequence[tuple]) -> str:
     for c, tier, key, tried, chosen, tokens, reason, position in trace:
         rows.append(_ROW % (
             "null" if chosen is None else f'"{chosen}"', _content_sha256(c.content),
-            "excluded" if chosen is None else "included", json_string(c.id),
+            "excluded" if chosen is None else "included", c.epistemic_type.value,
+            json_string(c.id),
             "null" if key is None else '"head"' if math.isinf(key) else _number(key),
             "null" if position is None else int(position),
             "null" if reason is None else f'"{reason}"', _number(c.score),
-            "null" if tier is None else int(tier), tokens,
+            c.source_type.value, "null" if tier is None else int(tier), tokens,
             "[" + ",".join(f'"{level}"' for level in tried) + "]"))
     return harden("[" + ",".join(rows) + "]")
 
@@ -187,8 +188,9 @@ def _content_sha256(text: str) -> str:
 _DIGESTS: dict[str, str] = {}
 _DIGESTS_LIMIT = 65_536
 
-_ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","id":%s,"order_key":%s,'
-        '"position":%s,"reason":%s,"score":%s,"tier":%s,"tokens":%d,"tried":%s}')
+_ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s","id":%s,'
+        '"order_key":%s,"position":%s,"reason":%s,"score":%s,"source_type":"%s","tier":%s,'
+        '"tokens":%d,"tried":%s}')
 
 
 def _number(value: float) -> str:
