@@ -1,7 +1,8 @@
 """RFC Method 2: estimate tokens from character counts, per script and per encoding.
 
 The text is cut into the pieces the encoding's own pre-tokenizer cuts (words with their
-leading space, runs of up to three digits, punctuation runs, whitespace), and each piece
+leading space, runs of up to three digits, punctuation runs, whitespace). A piece the
+vocabulary holds whole costs one token (a dictionary lookup, no merging); any other piece
 costs ceil(sum over its scripts of chars / chars_per_token[script]) tokens, at least one
 (punctuation counts a token per three marks):
 BPE never merges across pieces, so a piece is never cheaper than one token. A space that
@@ -77,8 +78,12 @@ def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | No
 
 
 def _estimate(text: str, encoding: str, ratios: Mapping[str, float]) -> int:
+    vocabulary = _vocabulary(encoding)
     total = 0
     for piece in _pattern(encoding).findall(text):
+        if vocabulary is not None and piece.encode("utf-8", "surrogatepass") in vocabulary:
+            total += 1  # the vocabulary holds the whole piece: one token, no estimate needed
+            continue
         cost, symbols = 0.0, 0
         for i, ch in enumerate(piece):
             script = script_of(ch)
@@ -92,8 +97,20 @@ def _estimate(text: str, encoding: str, ratios: Mapping[str, float]) -> int:
         # Punctuation runs such as '."' or '):' are single tokens up to about three marks
         # in both vocabularies, like the pre-tokenizer's digit groups.
         cost += math.ceil(symbols / 3)
-        total += max(1, _ROUND(cost))
+        total += max(1, math.ceil(cost - 1e-9))
     return total
+
+
+@lru_cache(maxsize=8)
+def _vocabulary(encoding: str) -> Mapping[bytes, int] | None:
+    """The encoding's BPE ranks when they load offline, else None (ratios alone)."""
+    from ..errors import EncodingUnavailableError
+    from .derive import load_ranks
+
+    try:
+        return load_ranks(encoding)
+    except (EncodingUnavailableError, ImportError):
+        return None
 
 
 def _check_ratio(field: str, value: object) -> float:
@@ -103,10 +120,6 @@ def _check_ratio(field: str, value: object) -> float:
         raise ConfigError(f"{field} must be a positive number of characters per token, "
                           f"got {value!r}; try 4.0 for English prose")
     return float(value)
-
-
-def _ROUND(cost: float) -> int:
-    return int(math.floor(cost + 0.5))  # nearest, halves up: a word near k chars is 1 token
 
 
 # -- Method 3: the estimate rms_nodes stores at creation -----------------------------------
