@@ -21,12 +21,16 @@ from .escape import canonical_json, harden, json_string
 from .records import Candidate, Decision
 from .sha import sha256_text
 
-RECEIPT_VERSION = 1
+# 2: candidates carry source_type and epistemic, and reader and compact contexts use the
+# issue-11 bytes (date lines, conflict pair labels); version-1 receipts replay with the
+# frozen version-1 formats (formats/legacy.py).
+RECEIPT_VERSION = 2
 
-# Every key of a stored receipt (receipt_version 1). The first group is the body that
+# Every key of a stored receipt (receipt_version 2). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
-    "receipt_version": "format version of the receipt (1)",
+    "receipt_version": "format version of the receipt (2; 1 before source_type, epistemic "
+                       "and the issue-11 reader and compact bytes)",
     "encoding": "{name, sha256}: the tokenizer and the sha256 of its BPE ranks",
     "config": "every PackingConfig field, defaults included",
     "budget": "context budget in tokens, overhead included",

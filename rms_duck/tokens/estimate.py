@@ -23,20 +23,44 @@ from functools import lru_cache
 import regex
 
 from ..errors import ConfigError
+from .encodings import DEFAULT_ENCODING
 from .estimate_tables import CHARS_PER_TOKEN, PATTERNS
 from .scripts import SPACE, SYMBOL, script_of
 
-DEFAULT_ENCODING = "cl100k_base"
 # A script or class no table knows (a character Unicode assigned after this Python) is
 # costed like a character spelt in bytes: up to four tokens.
 UNKNOWN_CHARS_PER_TOKEN = 0.25
+# Encodings that share another's ranks and pre-tokenizer share its table.
+_SAME_AS = {"o200k_harmony": "o200k_base"}
+# Ratios a caller set for an encoding with no derived table (set_chars_per_token).
+_BY_ENCODING: dict[str, dict[str, float]] = {}
+
+
+def _table_name(encoding: str) -> str:
+    """The derived table an encoding uses: its own, its twin's, else o200k_base's."""
+    encoding = _SAME_AS.get(encoding, encoding)
+    return encoding if encoding in CHARS_PER_TOKEN else "o200k_base"
 
 
 def chars_per_token_for(encoding: str | None = None) -> dict[str, float]:
-    """The per-script ratios for `encoding` (a copy); encodings without a table use
-    o200k_base's, the closest modern vocabulary."""
-    table = CHARS_PER_TOKEN.get(encoding or DEFAULT_ENCODING, CHARS_PER_TOKEN["o200k_base"])
-    return dict(table)
+    """The per-script ratios for `encoding` (a copy): derived from its vocabulary, set by
+    set_chars_per_token(), else o200k_base's (the closest modern vocabulary)."""
+    name = encoding or DEFAULT_ENCODING
+    if name in _BY_ENCODING:
+        return dict(_BY_ENCODING[name])
+    return dict(CHARS_PER_TOKEN[_table_name(name)])
+
+
+def set_chars_per_token(encoding: str, ratios: Mapping[str, float]) -> None:
+    """Use these per-script ratios for an encoding without a derived table (scripts left out
+    keep o200k_base's). Its estimates then use the ratios alone, with no vocabulary lookup."""
+    merged = dict(CHARS_PER_TOKEN["o200k_base"])
+    for script, value in ratios.items():
+        if script not in merged:
+            raise ConfigError(f"unknown character class {script!r}; known: "
+                              f"{', '.join(sorted(merged))}")
+        merged[script] = _check_ratio(f"chars_per_token[{script!r}]", value)
+    _BY_ENCODING[encoding] = merged
 
 
 DEFAULT_CHARS_PER_TOKEN: dict[str, float] = chars_per_token_for(DEFAULT_ENCODING)
@@ -44,12 +68,12 @@ DEFAULT_CHARS_PER_TOKEN: dict[str, float] = chars_per_token_for(DEFAULT_ENCODING
 
 @lru_cache(maxsize=16)
 def _pattern(encoding: str) -> regex.Pattern[str]:
-    return regex.compile(PATTERNS.get(encoding, PATTERNS["o200k_base"]))
+    return regex.compile(PATTERNS[_table_name(encoding)])
 
 
 def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | None = None,
                     *, encoding: str | None = None) -> int:
-    """Method 2 estimate of `text`'s tokens under `encoding` (default cl100k_base).
+    """Method 2 estimate of `text`'s tokens under `encoding` (default: the default encoding).
 
     Args:
         chars_per_token: one ratio for every character (plain ceil(chars / ratio)), or a
@@ -66,19 +90,17 @@ def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | No
         ratio = _check_ratio("chars_per_token", chars_per_token)
         return math.ceil(len(text) / ratio)
     name = encoding or DEFAULT_ENCODING
-    if chars_per_token:
-        ratios = chars_per_token_for(name)
-        for script, value in chars_per_token.items():
-            if script not in ratios:
-                raise ConfigError(f"unknown script {script!r} in chars_per_token; known: "
-                                  f"{', '.join(sorted(ratios))}")
-            ratios[script] = _check_ratio(f"chars_per_token[{script!r}]", value)
-        return _estimate(text, name, ratios)
-    return _estimate(text, name, CHARS_PER_TOKEN.get(name, CHARS_PER_TOKEN["o200k_base"]))
+    ratios = chars_per_token_for(name)
+    for script, value in (chars_per_token or {}).items():
+        if script not in ratios:
+            raise ConfigError(f"unknown character class {script!r} in chars_per_token; "
+                              f"known: {', '.join(sorted(ratios))}")
+        ratios[script] = _check_ratio(f"chars_per_token[{script!r}]", value)
+    return _estimate(text, name, ratios)
 
 
 def _estimate(text: str, encoding: str, ratios: Mapping[str, float]) -> int:
-    vocabulary = _vocabulary(encoding)
+    vocabulary = None if encoding in _BY_ENCODING else _vocabulary(_table_name(encoding))
     total = 0
     for piece in _pattern(encoding).findall(text):
         if vocabulary is not None and piece.encode("utf-8", "surrogatepass") in vocabulary:
@@ -109,7 +131,7 @@ def _vocabulary(encoding: str) -> Mapping[bytes, int] | None:
 
     try:
         return load_ranks(encoding)
-    except (EncodingUnavailableError, ImportError):
+    except (EncodingUnavailableError, ImportError, AttributeError):
         return None
 
 
@@ -126,7 +148,7 @@ def _check_ratio(field: str, value: object) -> float:
 # A plain INSERT must get a value, and DuckDB computes only a generated column at insert
 # time, from pure SQL without lambdas. So the stored estimate is Method 2 in its literal RFC
 # form, ceil(sum over classes of chars / chars_per_token), over the classes below with the
-# vocabulary-derived ratios of cl100k_base; the schema's generated column is
+# vocabulary-derived ratios of the default encoding; the schema's generated column is
 # stored_estimate_sql() verbatim (tests/test_rfc_gaps.py keeps the two in step).
 STORED_CLASSES: tuple[tuple[str, str], ...] = (
     ("latin", "[A-Za-z]"),
@@ -145,7 +167,7 @@ STORED_CLASSES: tuple[tuple[str, str], ...] = (
 )
 _OTHER_LETTERS = r"[\p{L}\p{M}\p{N}]"  # minus the classes above: accented Latin, other scripts
 _OTHER_CHARS_PER_TOKEN = 0.8
-_STORED_ENCODING = "cl100k_base"
+_STORED_ENCODING = DEFAULT_ENCODING
 
 
 def _stored_terms() -> list[tuple[str, float]]:
