@@ -37,4 +37,5 @@ def get_format(name: str) -> Format:
 for _builtin in (ReaderFormat(), AuditableFormat(), CompactFormat()):
     register_format(_builtin)
 
-__all__ = ["FORMATS", "LEGACY_FORMATS", "BaseFormat", "Format", "RecordView", "get_format", "register_format"]
+__all__ = ["FORMATS", "LEGACY_FORMATS", "BaseFormat", "Format", "RecordView", "get_format",
+           "register_format"]
