@@ -78,7 +78,7 @@ def test_budget_overflow_logs_a_warning(caplog):
             {"id": "p1", "score": .9, "content": "Use metric units", "pinned": True}]
     with caplog.at_level(logging.WARNING, logger="rms_duck"):
         bundle = rms_duck.pack_candidates(rows, budget=60, config=AUDITABLE)
-    assert bundle.flags == ("BUDGET_OVERFLOW",)
+    assert "BUDGET_OVERFLOW" in bundle.flags
     [record] = [r for r in caplog.records if r.name == "rms_duck"]
     assert record.levelno == logging.WARNING and "BUDGET_OVERFLOW" in record.getMessage()
     assert "p1" in record.getMessage() and "t1" in record.getMessage()

@@ -170,36 +170,41 @@ _OTHER_CHARS_PER_TOKEN = 0.8
 _STORED_ENCODING = DEFAULT_ENCODING
 
 
-def _stored_terms() -> list[tuple[str, float]]:
+def _stored_terms() -> list[tuple[str, int]]:
+    """(class pattern, millionths of a token per character), integers so SQL and Python agree
+    exactly and the column needs no function outside DuckDB's core (a database file must
+    reopen offline, without autoloading an extension)."""
     table = CHARS_PER_TOKEN[_STORED_ENCODING]
-    return [(pattern, table[name]) for name, pattern in STORED_CLASSES]
+    return [(pattern, round(1_000_000 / table[name])) for name, pattern in STORED_CLASSES]
+
+
+_OTHER_WEIGHT = round(1_000_000 / _OTHER_CHARS_PER_TOKEN)
 
 
 def stored_estimate(text: str) -> int:
     """What rms_nodes.token_cost_estimate holds for `text` (the SQL column, in Python)."""
-    counted = 0
-    total = 0.0
-    for pattern, ratio in _stored_terms():
+    total = 0
+    letters = 0
+    for i, (pattern, weight) in enumerate(_stored_terms()):
         n = len(regex.findall(pattern, text))
-        total += n / ratio
-        if pattern not in ("[0-9]", STORED_CLASSES[-1][1]):
-            counted += n
-    other = len(regex.findall(_OTHER_LETTERS, text)) - counted - len(regex.findall("[0-9]", text))
-    total += max(other, 0) / _OTHER_CHARS_PER_TOKEN
-    return math.ceil(round(total, 6))
+        total += n * weight
+        if i < len(STORED_CLASSES) - 2:  # the letter classes, not digits or symbols
+            letters += n
+    other = (len(regex.findall(_OTHER_LETTERS, text)) - len(regex.findall("[0-9]", text))
+             - letters)
+    total += max(other, 0) * _OTHER_WEIGHT
+    return (total + 999_999) // 1_000_000
 
 
 def stored_estimate_sql(column: str = "content") -> str:
     """The same estimate as one pure-SQL expression (RE2 classes), for a generated column."""
     def chars(pattern: str) -> str:
-        return f"length(regexp_replace({column}, '[^{pattern.strip('[]')}]', '', 'g'))" \
-            if pattern.startswith("[") and not pattern.startswith("[^") else \
-            f"length(regexp_replace({column}, '{_negate(pattern)}', '', 'g'))"
-    terms = [f"{chars(p)} / {r}" for p, r in _stored_terms()]
-    letters = [chars(p) for p, _ in _stored_terms()[:-2]]
-    other = (f"greatest({chars(_OTHER_LETTERS)} - {chars('[0-9]')} - "
-             + " - ".join(letters) + f", 0) / {_OTHER_CHARS_PER_TOKEN}")
-    return "CAST(ceil(round(" + " + ".join([*terms, other]) + ", 6)) AS INTEGER)"
+        return f"length(regexp_replace({column}, '{_negate(pattern)}', '', 'g'))"
+    terms = [f"{chars(p)} * {w}" for p, w in _stored_terms()]
+    other = (f"{chars(_OTHER_LETTERS)} - {chars('[0-9]')} - "
+             + " - ".join(chars(p) for p, _ in _stored_terms()[:-2]))
+    terms.append(f"(CASE WHEN {other} > 0 THEN {other} ELSE 0 END) * {_OTHER_WEIGHT}")
+    return "CAST((" + " + ".join(terms) + " + 999999) // 1000000 AS INTEGER)"
 
 
 def _negate(pattern: str) -> str:
