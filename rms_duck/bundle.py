@@ -54,7 +54,8 @@ class MemoryBundle:
                 Decision(id=c.id, score=c.score, content_sha256=sha256_text(c.content),
                          tier=tier, order_key=order_key, tried=tried, chosen=chosen,
                          tokens=tokens, decision="excluded" if chosen is None else "included",
-                         reason=reason, position=position)
+                         reason=reason, position=position, source_type=c.source_type.value,
+                         epistemic=c.epistemic_type.value)
                 for c, tier, order_key, tried, chosen, tokens, reason, position in self.trace)
         return got
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ConfigError, did_you_mean
-from .formats import FORMATS, Format
+from .formats import FORMATS, LEGACY_FORMATS, Format, get_format
 from .records import Level
 from .timefmt import iso, parse_instant
 
@@ -44,7 +44,8 @@ class PackingConfig:
     min_score: float = 0.0
 
     def __post_init__(self) -> None:
-        _choice("context_format", self.context_format, tuple(FORMATS))
+        if self.context_format not in LEGACY_FORMATS:
+            _choice("context_format", self.context_format, tuple(FORMATS))
         _choice("multipath_ordering", self.multipath_ordering, ORDERINGS)
         _choice("representation_policy", self.representation_policy, POLICIES)
         _choice("min_fidelity", self.min_fidelity, tuple(level.value for level in Level))
@@ -87,7 +88,7 @@ class PackingConfig:
     @property
     def format(self) -> Format:
         """The registered format this config names."""
-        return FORMATS[self.context_format]
+        return get_format(self.context_format)
 
     @property
     def numbered(self) -> bool:

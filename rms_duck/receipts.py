@@ -21,12 +21,16 @@ from .escape import canonical_json, harden, json_string
 from .records import Candidate, Decision
 from .sha import sha256_text
 
-RECEIPT_VERSION = 1
+# 2: candidates carry source_type and epistemic, and reader and compact contexts use the
+# issue-11 bytes (date lines, conflict pair labels); version-1 receipts replay with the
+# frozen version-1 formats (formats/legacy.py).
+RECEIPT_VERSION = 2
 
-# Every key of a stored receipt (receipt_version 1). The first group is the body that
+# Every key of a stored receipt (receipt_version 2). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
-    "receipt_version": "format version of the receipt (1)",
+    "receipt_version": "format version of the receipt (2; 1 before source_type, epistemic "
+                       "and the issue-11 reader and compact bytes)",
     "encoding": "{name, sha256}: the tokenizer and the sha256 of its BPE ranks",
     "config": "every PackingConfig field, defaults included",
     "budget": "context budget in tokens, overhead included",
@@ -60,6 +64,8 @@ CANDIDATE_FIELDS: dict[str, str] = {
     "decision": "included or excluded",
     "reason": "coded reason for an exclusion (BUDGET_EXHAUSTED, DUPLICATE, ...), or null",
     "position": "0-based line order in the context, or null",
+    "source_type": "the node's stored source_type (user_stated, tool_output, ...)",
+    "epistemic": "the node's epistemic status (asserted, inferred, ...)",
 }
 
 
@@ -85,6 +91,7 @@ def decision_to_dict(d: Decision) -> dict[str, Any]:
         "order_key": "head" if key is not None and math.isinf(key) else key,
         "tried": list(d.tried), "chosen": d.chosen, "tokens": d.tokens,
         "decision": d.decision, "reason": d.reason, "position": d.position,
+        "source_type": d.source_type, "epistemic": d.epistemic,
     }
 
 
@@ -160,11 +167,12 @@ def candidates_json(trace: Sequence[tuple]) -> str:
     for c, tier, key, tried, chosen, tokens, reason, position in trace:
         rows.append(_ROW % (
             "null" if chosen is None else f'"{chosen}"', _content_sha256(c.content),
-            "excluded" if chosen is None else "included", json_string(c.id),
+            "excluded" if chosen is None else "included", c.epistemic_type.value,
+            json_string(c.id),
             "null" if key is None else '"head"' if math.isinf(key) else _number(key),
             "null" if position is None else int(position),
             "null" if reason is None else f'"{reason}"', _number(c.score),
-            "null" if tier is None else int(tier), tokens,
+            c.source_type.value, "null" if tier is None else int(tier), tokens,
             "[" + ",".join(f'"{level}"' for level in tried) + "]"))
     return harden("[" + ",".join(rows) + "]")
 
@@ -184,8 +192,9 @@ def _content_sha256(text: str) -> str:
 _DIGESTS: dict[str, str] = {}
 _DIGESTS_LIMIT = 65_536
 
-_ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","id":%s,"order_key":%s,'
-        '"position":%s,"reason":%s,"score":%s,"tier":%s,"tokens":%d,"tried":%s}')
+_ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s","id":%s,'
+        '"order_key":%s,"position":%s,"reason":%s,"score":%s,"source_type":"%s","tier":%s,'
+        '"tokens":%d,"tried":%s}')
 
 
 def _number(value: float) -> str:

@@ -174,6 +174,9 @@ class IncludedRecord:
     score: float
     tier: Tier
     conflict: bool = False
+    # Provenance the reader line does not print stays here and in the receipt (RFC ext.).
+    source_type: str = "user_stated"
+    epistemic: str = "asserted"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,3 +202,5 @@ class Decision:
     decision: str
     reason: str | None
     position: int | None = field(default=None)
+    source_type: str | None = field(default=None)
+    epistemic: str | None = field(default=None)

@@ -11,7 +11,6 @@ import pytest
 from rms_duck.bench import rfc, simulate
 from rms_duck.bench.corpus import TYPES, build_corpus
 from rms_duck.cli import main
-from rms_duck.tokens.estimate import chars_per_token_for
 
 
 @pytest.fixture(scope="module")
@@ -27,15 +26,13 @@ def test_corpus_is_large_mixed_and_deterministic(corpus):
 
 
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
-def test_shipped_method2_ratios_are_the_fit_per_encoding(corpus, encoding):
+def test_method2_is_held_out_on_the_prose_corpus(corpus, encoding):
+    """The corpus no longer fits Method 2 (the vocabulary does), so all of it is held out."""
     result = rfc.estimate_benchmark(corpus, encoding=encoding)
-    assert result["encoding"] == encoding
-    for name, shipped in chars_per_token_for(encoding).items():
-        assert result["fitted_ratios"][name] == pytest.approx(shipped, rel=0.02), name
-    assert result["overall"]["median_abs"] <= 0.05
-    assert result["overall"]["p95_abs"] <= 0.20
+    assert result["encoding"] == encoding and "fitted_ratios" not in result
+    assert result["overall"]["median_abs"] <= 0.10
+    assert result["overall"]["p95_abs"] <= 0.30
     assert set(result["by_type"]) == set(TYPES)
-    assert result["held_out"]["median_abs"] <= 0.06
 
 
 def test_adherence_check_catches_an_overfull_context(monkeypatch):

@@ -166,9 +166,10 @@ def test_session_time_zone_does_not_change_bytes(utc_con, tokyo_con, fmt):
 
 def test_sql_times_render_in_utc(utc_con):
     context = sql_pack(utc_con, "reader")["context"]
-    assert '- [2026-03-01 09:15] "Maya landed in Lisbon"' in context
-    assert '- [2026-02-11 04:30] "Maya booked the flight"' in context
-    assert '- [2026-02-19 15:00] "Maya signed the lease"' in context
+    # Reader records sit in date order under a day line and a time line, in UTC.
+    assert '2026-02-11\n04:30\n- "Maya booked the flight"\n' in context
+    assert '2026-02-19\n15:00\n- "Maya signed the lease"\n' in context
+    assert '2026-03-01\n09:15\n- "Maya landed in Lisbon"\n' in context
     assert '- "An undated note"' in context
     audit = sql_pack(utc_con, "auditable")["context"]
     assert '"event_time":"2026-02-11T04:30:00+00:00"' in audit
@@ -230,7 +231,7 @@ def test_naive_python_times_stay_nominal():
     audit = rms_duck.pack_candidates(rows, budget=500, config={"context_format": "auditable"})
     assert '"event_time":"2026-05-28T18:12:00"' in audit.render()
     reader = rms_duck.pack_candidates(rows, budget=500)
-    assert '- [2026-05-28 18:12] "x"' in reader.render()
+    assert '\n2026-05-28\n18:12\n- "x"\n' in reader.render()
 
 
 def test_sql_and_python_give_the_same_bytes(utc_con):

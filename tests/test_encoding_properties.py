@@ -13,9 +13,10 @@ tokenizer.json files trained in tests/hf_tokenizers.py (checked against `tokeniz
 from __future__ import annotations
 
 import random
+import unicodedata
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import rms_duck
@@ -31,6 +32,15 @@ SETTINGS = settings(max_examples=40, deadline=None,
 budgets = st.one_of(st.integers(-5, 0), st.integers(1, 60), st.integers(60, 600),
                     st.integers(600, 4000))
 packs = st.tuples(st.lists(candidate_rows, max_size=12), budgets, configs())
+
+def _unassigned_here(rows) -> bool:
+    """The independent counter's regex module knows this Python's Unicode version; the
+    tokenizer's Rust regex may know a newer one, so a code point unassigned here (such as
+    U+31350) can split differently. That is a disagreement of the two references, not of
+    the packer, which counts with the tokenizer itself."""
+    return any(unicodedata.category(ch) == "Cn" for row in rows
+               for ch in str(row.get("content", "")) + str(row.get("speaker") or ""))
+
 
 _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 line_text = st.text(st.characters(blacklist_characters=_BREAKS, blacklist_categories=["Cs"]),
@@ -57,6 +67,7 @@ def test_packs_never_overrun_and_count_exactly(hf_names, name):
     @given(packs)
     def check(case):
         rows, budget, config = case
+        assume(not _unassigned_here(rows))
         config = {**config, "encoding": encoding}
         bundle = rms_duck.pack_candidates(rows, budget=budget, config=config)
         assert bundle.tokens_used == independent_count(encoding, bundle.context)
@@ -96,6 +107,7 @@ def test_packed_contexts_are_the_sum_of_their_lines(hf_names, name):
     @given(packs)
     def check(case):
         rows, budget, config = case
+        assume(not _unassigned_here(rows))
         bundle = rms_duck.pack_candidates(rows, budget=budget,
                                           config={**config, "encoding": encoding})
         lines = bundle.context.splitlines(keepends=True)

@@ -10,7 +10,10 @@ from rms_duck.errors import ConfigError
 from rms_duck.tokens.estimate import estimate_tokens
 
 
-def test_refresh_fills_then_refreshes_only_stale_rows(con):
+def test_refresh_fills_then_refreshes_only_stale_rows_of_a_legacy_plain_column(con):
+    # Databases made before the generated column hold a plain one the organiser maintains.
+    con.execute("ALTER TABLE rms_nodes DROP COLUMN token_cost_estimate")
+    con.execute("ALTER TABLE rms_nodes ADD COLUMN token_cost_estimate INTEGER")
     con.execute("INSERT INTO rms_nodes (id, content) VALUES "
                 "('00000000-0000-4000-8000-000000000001', 'hello world'), "
                 "('00000000-0000-4000-8000-000000000002', '你好，世界')")

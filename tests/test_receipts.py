@@ -63,7 +63,7 @@ def test_stored_receipt_is_canonical_json_with_exactly_the_documented_fields(con
     assert canonical_json(body) == text
     assert set(body) == set(RECEIPT_FIELDS)
     assert all(set(c) == set(CANDIDATE_FIELDS) for c in body["candidates"])
-    assert version == body["receipt_version"] == RECEIPT_VERSION == 1
+    assert version == body["receipt_version"] == RECEIPT_VERSION == 2
     assert digest == hashlib.sha256(text.encode()).hexdigest()
     assert con.execute("SELECT sha256(receipt) = receipt_sha256 FROM rms_receipts").fetchall() \
         == [(True,)]
@@ -216,7 +216,7 @@ def test_edited_inputs_and_deleted_bundles_are_caught(chain):
 
 
 @pytest.mark.parametrize("column, value", [
-    ("created_at", "2020-01-01 00:00:00+00"), ("receipt_version", 2),
+    ("created_at", "2020-01-01 00:00:00+00"), ("receipt_version", 1),
     ("context_sha256", "0" * 64), ("prev_sha256", "f" * 64),
 ])
 def test_an_edited_column_is_caught(chain, column, value):

@@ -79,8 +79,14 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         recorded = _current_hashes(cur, [c.get("id") for c in body.get("candidates") or []])
     finally:
         cur.close()
-    bundle = repack(inputs, budget=body.get("budget"), config=body.get("config"))
+    version = body.get("receipt_version")
+    bundle = repack(inputs, budget=body.get("budget"), config=body.get("config"),
+                    receipt_version=version)
     candidates = body.get("candidates") or []
+    replayed = json.loads(bundle.receipt)["candidates"]
+    if version == 1:  # version 1 rows had no provenance fields
+        replayed = [{k: v for k, v in row.items() if k not in ("source_type", "epistemic")}
+                    for row in replayed]
     changed = tuple(sorted(c["id"] for c in candidates
                            if c["id"] in recorded and recorded[c["id"]] != c["content_sha256"]))
     missing = tuple(sorted(c["id"] for c in candidates if c["id"] not in recorded))
@@ -91,7 +97,7 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         untracked_tables=tuple(t for t in tables if t.split(".")[-1] not in TRACKED_TABLES),
         receipt_id=rid, bundle_id=bundle_id, recorded_sha256=body.get("context_sha256"),
         replayed_sha256=bundle.context_sha256,
-        same_decisions=json.loads(bundle.receipt)["candidates"] == candidates,
+        same_decisions=replayed == candidates,
         changed_nodes=changed, missing_nodes=missing,
         encoding_changed=encoding.get("sha256") != encoding_source(bundle.config.encoding).sha256,
         bundle=bundle)

@@ -21,11 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..tokens.counter import count_tokens
 from ..tokens.encodings import DEFAULT_ENCODING
-from ..tokens.estimate import chars_per_token_for, class_counts, estimate_tokens
+from ..tokens.estimate import estimate_tokens
 from .corpus import CorpusObject, build_corpus
 from .simulate import check_request, random_request
 
@@ -56,7 +54,11 @@ def run(args: argparse.Namespace) -> int:
 def estimate_benchmark(objects: Sequence[CorpusObject], ratios: dict[str, float] | None = None,
                        *, encoding: str = DEFAULT_ENCODING) -> dict[str, Any]:
     """Relative error (estimate - exact) / exact of Method 2 per language, type and overall,
-    plus a fresh fit on this corpus and its error on a held-out half, for `encoding`."""
+    for `encoding`.
+
+    The estimate is derived from the encoding's vocabulary (tokens/derive.py), not fitted to
+    this corpus, so the whole corpus is held out.
+    """
     exact = [count_tokens(o.text, encoding) for o in objects]
     errors = [(estimate_tokens(o.text, ratios, encoding=encoding) - t) / t
               for o, t in zip(objects, exact, strict=True)]
@@ -65,13 +67,6 @@ def estimate_benchmark(objects: Sequence[CorpusObject], ratios: dict[str, float]
         groups["language"].setdefault(o.language, []).append(e)
         groups["type"].setdefault(o.kind, []).append(e)
         groups["script"].setdefault(o.script, []).append(e)
-    fitted = fit_chars_per_token(objects, exact, encoding=encoding)
-    half = [i % 2 == 0 for i in range(len(objects))]
-    train = fit_chars_per_token([o for o, h in zip(objects, half, strict=False) if h],
-                                [t for t, h in zip(exact, half, strict=False) if h],
-                                encoding=encoding)
-    held_out = [(estimate_tokens(o.text, train) - t) / t
-                for o, t, h in zip(objects, exact, half, strict=False) if not h]
     return {
         "encoding": encoding, "objects": len(objects), "exact_tokens": sum(exact),
         "languages": len(groups["language"]), "scripts": len(groups["script"]),
@@ -79,9 +74,6 @@ def estimate_benchmark(objects: Sequence[CorpusObject], ratios: dict[str, float]
         "by_language": {k: error_stats(v) for k, v in sorted(groups["language"].items())},
         "by_type": {k: error_stats(v) for k, v in sorted(groups["type"].items())},
         "by_script": {k: error_stats(v) for k, v in sorted(groups["script"].items())},
-        "ratios": dict(ratios or chars_per_token_for(encoding)),
-        "fitted_ratios": fitted,
-        "held_out": error_stats(held_out),
     }
 
 
@@ -92,30 +84,6 @@ def error_stats(errors: Sequence[float]) -> dict[str, float]:
             "p95_abs": round(_percentile(absolute, 0.95), 4),
             "bias": round(statistics.median(errors), 4),
             "underestimated": round(sum(e < 0 for e in errors) / len(errors), 4)}
-
-
-def fit_chars_per_token(objects: Sequence[CorpusObject], exact: Sequence[int], *,
-                        encoding: str = DEFAULT_ENCODING) -> dict[str, float]:
-    """Characters per token by class: non-negative least squares on the relative error.
-
-    Each object gives sum_c count_c * w_c ~ tokens; dividing each row by its token count
-    weighs objects equally, whatever their length. Classes absent from the corpus keep
-    the shipped ratios of `encoding`.
-    """
-    names = list(chars_per_token_for(encoding))
-    x = np.array([[class_counts(o.text)[c] for c in names] for o in objects], dtype=float)
-    y = np.array(exact, dtype=float)
-    a, b = x / y[:, None], np.ones(len(y))
-    active = [j for j in range(len(names)) if x[:, j].sum() > 0]
-    while True:  # drop the most negative weight until all are >= 0 (a simple NNLS)
-        solution, *_ = np.linalg.lstsq(a[:, active], b, rcond=None)
-        if (solution > 0).all():
-            break
-        active.pop(int(np.argmin(solution)))
-    fitted = chars_per_token_for(encoding)
-    for j, w in zip(active, solution, strict=False):
-        fitted[names[j]] = round(1.0 / float(w), 2)
-    return fitted
 
 
 def _percentile(ordered: Sequence[float], q: float) -> float:
@@ -183,12 +151,8 @@ def format_estimate(r: dict[str, Any]) -> str:
     for name, s in rows:
         lines.append(f"   {name:42} {_pct(s['median_abs']):>7} {_pct(s['p95_abs']):>6} "
                      f"{s['bias'] * 100:+6.1f}% {_pct(s['underestimated']):>6}")
-    held = r["held_out"]
-    lines.append(f"   refit on half the corpus, error on the other half: median "
-                 f"{_pct(held['median_abs'])}, p95 {_pct(held['p95_abs'])}")
-    drift = {k: v for k, v in r["fitted_ratios"].items() if v != r["ratios"].get(k)}
-    lines.append("   shipped defaults match a fresh fit" if not drift else
-                 f"   a fresh fit differs from the shipped defaults: {drift}")
+    lines.append("   (ratios derived from the vocabulary, not fitted: the corpus is held out; "
+                 "docs/estimates.md has the per-script table on CLDR and Faker text)")
     return "\n".join(lines)
 
 

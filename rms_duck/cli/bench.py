@@ -16,6 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "rms_duck.dask on 1 and 2 worker processes (needs rms-duck[dask])")
     parser.add_argument("--groups", type=int, default=None,
                         help="--dask: groups to pack (default 2000; smoke 200)")
+    parser.add_argument("--estimates", action="store_true",
+                        help="Method 2 error per script on held-out CLDR and Faker text "
+                             "(the docs/estimates.md table; needs babel and faker)")
     parser.add_argument("--smoke", action="store_true", help="a fast, small run")
     parser.add_argument("--requests", type=int, default=None,
                         help="--rfc: simulated retrieval requests (default 10000; smoke 200)")
@@ -56,6 +59,7 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     # Imported lazily: each benchmark pulls in what only it needs.
-    name = "rfc" if args.rfc else "daskbench" if getattr(args, "dask", False) else "perf"
+    name = ("rfc" if args.rfc else "daskbench" if getattr(args, "dask", False)
+            else "estimates" if getattr(args, "estimates", False) else "perf")
     module = importlib.import_module(f"rms_duck.bench.{name}")
     return int(module.run(args) or 0)

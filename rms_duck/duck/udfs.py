@@ -86,21 +86,22 @@ REPLAY_ARROW_TYPE = pa.struct([("context_sha256", pa.string()), ("error", pa.str
 
 
 def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
-               configs: pa.ChunkedArray) -> pa.Array:
+               configs: pa.ChunkedArray, versions: pa.ChunkedArray) -> pa.Array:
     """Re-pack stored inputs: the replayed context_sha256, or why it could not be replayed.
 
     A bad row reports its error instead of failing the query, so rms_replay() over every
     receipt still lists the others.
     """
     out = []
-    for rows, budget, config in zip(inputs.to_pylist(), budgets.to_pylist(),
-                                    configs.to_pylist(), strict=False):
+    for rows, budget, config, version in zip(inputs.to_pylist(), budgets.to_pylist(),
+                                             configs.to_pylist(), versions.to_pylist(),
+                                             strict=False):
         if rows is None:
             out.append({"context_sha256": None,
                         "error": "no stored inputs: the receipt's bundle row is missing"})
             continue
         try:
-            bundle = repack(rows, budget=budget, config=config)
+            bundle = repack(rows, budget=budget, config=config, receipt_version=version)
         except RmsError as exc:
             out.append({"context_sha256": None, "error": f"{type(exc).__name__}: {exc}"})
         else:
@@ -112,6 +113,6 @@ UDFS = (
     Udf("rms_pack_udf", pack_udf, ("rms_candidate[]", "BIGINT", "VARCHAR"), BUNDLE_SQL_TYPE),
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
-    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "BIGINT", "VARCHAR"),
+    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "BIGINT", "VARCHAR", "BIGINT"),
         "STRUCT(context_sha256 VARCHAR, error VARCHAR)"),
 )

@@ -16,13 +16,14 @@ def format_table(run: EvalRun) -> str:
     by_key = {(r["budget"], r["ordering"], r["representation_policy"], r["category"]): r
               for r in run.results}
     head = ["budget", "ordering", "policy", "questions", "evidence", "all-evid", "tokens",
-            *categories]
+            "text", "ceiling", "vs-ceil", *categories]
     lines = [head]
     for r in overall:
         key = (r["budget"], r["ordering"], r["representation_policy"])
         cells = [str(r["budget"]), r["ordering"], r["representation_policy"], str(r["questions"]),
                  _pct(r["evidence_recall"]), _pct(r["all_evidence_share"]),
-                 f"{r['mean_tokens_used']:.0f}"]
+                 f"{r['mean_tokens_used']:.0f}", _pct(r["record_text_share"]),
+                 _pct(r["ceiling_all_evidence_share"]), _pct(r["all_evidence_vs_ceiling"])]
         for category in categories:
             row = by_key.get((*key, category))
             cells.append("-" if row is None else
@@ -76,7 +77,10 @@ def format_summary(run: EvalRun) -> str:
                  f"{t['packs']} packs {t['pack_seconds']:.1f} s "
                  f"({1000 * t['pack_seconds'] / max(t['packs'], 1):.1f} ms each)")
     parts.append("evidence = share of evidence turns packed with their text; all-evid = share "
-                 "of questions with all their evidence packed; per category: evidence/all-evid")
+                 "of questions with all their evidence packed; text = record text (content + "
+                 "speaker) share of tokens_used; ceiling = all-evid when plain `speaker: text` "
+                 "lines fill the same room; vs-ceil = all-evid / ceiling; per category: "
+                 "evidence/all-evid")
     return "\n".join(parts)
 
 

@@ -5,6 +5,11 @@ same candidates are packed at every budget, multi-path ordering and representati
 A labelled evidence turn counts as packed when its record is in the context with its text
 (FULL, PROSE or STRUCTURED); a text-free pointer does not count. Results are deterministic:
 only the timings differ between runs.
+
+Framing is measured too: the share of tokens_used that is record text (content plus the
+speakers shown), and the ceiling, the questions whose evidence fits when plain `speaker:
+text` lines in ranking order fill the same room (budget minus overhead_tokens) with no
+framing at all.
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..config import ORDERINGS, POLICIES, PackingConfig
 from ..duck.connection import connect
 from ..duck.ranking import RankingWeights, parse_weights, refresh_index
+from ..formats import RecordView
 from ..packing.pipeline import pack_candidates
+from ..packing.represent import representation_text
 from ..records import TEXT_LEVELS, Candidate
+from ..tokens.counter import LineCounter
 from .loader import Conversation, Question
 
 BUDGETS = (2048, 4096, 8192)
@@ -80,6 +89,8 @@ class _Tally:
     packed: int = 0
     complete: int = 0
     tokens: int = 0
+    text_tokens: int = 0  # record text (content + speaker) tokens in the packed contexts
+    ceiling_complete: int = 0  # questions whose evidence fits as plain `speaker: text` lines
 
 
 def run_eval(conversations: Sequence[Conversation], *, settings: EvalSettings | None = None,
@@ -197,6 +208,8 @@ def _model_or_default(settings: EvalSettings) -> str:
 
 def _pack_all(tallies: dict[tuple, _Tally], settings: EvalSettings, question: Question,
               evidence: set[str], candidates: list[Candidate]) -> None:
+    by_id = {c.id: c for c in candidates}
+    ceilings: dict[int, bool] = {}
     for budget, ordering, policy in settings.configs():
         config = PackingConfig(context_format=settings.context_format,
                                multipath_ordering=ordering, representation_policy=policy,
@@ -205,6 +218,10 @@ def _pack_all(tallies: dict[tuple, _Tally], settings: EvalSettings, question: Qu
         bundle = pack_candidates(candidates, budget=budget, config=config)
         shown = {r.id for r in bundle.included if r.representation in TEXT_LEVELS}
         packed = len(evidence & shown)
+        text_tokens = record_text_tokens(bundle, by_id, config)
+        if budget not in ceilings:
+            fits = plain_lines_ceiling(candidates, budget - config.overhead_tokens, config)
+            ceilings[budget] = evidence <= fits
         for category in (question.category, "all"):
             key = (budget, ordering, policy, category)
             tally = tallies[key]
@@ -213,6 +230,44 @@ def _pack_all(tallies: dict[tuple, _Tally], settings: EvalSettings, question: Qu
             tally.packed += packed
             tally.complete += packed == len(evidence)
             tally.tokens += bundle.tokens_used
+            tally.text_tokens += text_tokens
+            tally.ceiling_complete += ceilings[budget]
+
+
+def record_text_tokens(bundle: MemoryBundle, by_id: dict[str, Candidate],
+                       config: PackingConfig) -> int:
+    """Tokens of the packed records' own text plus the speaker names shown with them:
+    what the context spends on memory rather than on framing."""
+    counter = LineCounter(config.encoding)
+    fmt = config.format
+    total = 0
+    for record in bundle.included:
+        c = by_id[record.id]
+        text = representation_text(c, record.representation)
+        if text is None or record.representation not in TEXT_LEVELS:
+            continue
+        total += counter.count(text)
+        if c.speaker and fmt.shows_speaker(RecordView(c, record.representation, text, None)):
+            total += counter.count(c.speaker)
+    return total
+
+
+def plain_lines_ceiling(candidates: Sequence[Candidate], room: int,
+                        config: PackingConfig) -> set[str]:
+    """The ceiling an unframed packer reaches: `speaker: text` lines in ranking order (score,
+    then id), each kept when it still fits `room` tokens; no header, date or metadata."""
+    counter = LineCounter(config.encoding)
+    kept: set[str] = set()
+    used = 0
+    for c in sorted(candidates, key=lambda c: (-c.score, c.id)):
+        if not c.has_text:
+            continue
+        line = f"{c.speaker}: {c.content}" if c.speaker else c.content
+        cost = counter.count(line + "\n")
+        if used + cost <= room:
+            kept.add(c.id)
+            used += cost
+    return kept
 
 
 def _rows(tallies: dict[tuple, _Tally], settings: EvalSettings) -> list[dict[str, Any]]:
@@ -230,6 +285,9 @@ def _rows(tallies: dict[tuple, _Tally], settings: EvalSettings) -> list[dict[str
                 "evidence_recall": _share(tally.packed, tally.evidence),
                 "all_evidence_share": _share(tally.complete, tally.questions),
                 "mean_tokens_used": round(tally.tokens / tally.questions, 2),
+                "record_text_share": _share(tally.text_tokens, tally.tokens),
+                "ceiling_all_evidence_share": _share(tally.ceiling_complete, tally.questions),
+                "all_evidence_vs_ceiling": _share(tally.complete, tally.ceiling_complete),
             })
     return rows
 

@@ -7,12 +7,13 @@ token count is exactly the sum of the counts of each `line + "\\n"` (see tokens.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from ..escape import json_text
 from ..records import Candidate, Level, Section
+from .metadata import metadata_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,7 @@ class RecordView:
     text: str
     ref: str | None
     contradicts: tuple[str, ...] = ()
+    conflict_labels: tuple[str, ...] = ()  # pair labels (c1, ...) for formats that name pairs
 
 
 class Format(Protocol):
@@ -35,6 +37,7 @@ class Format(Protocol):
     supports_citations: bool  # config context_citations may add [m#] refs
     folds_repeated_text: bool  # config fold_repeated_text applies (RFC section 5)
     date_word: str  # how guidance names a record's date in this format
+    labels_conflicts: bool  # records and metadata name conflict pairs c1, c2, ... not node ids
 
     def header(self, *, speakers: bool, citations: bool) -> str: ...
 
@@ -43,6 +46,11 @@ class Format(Protocol):
     def record_line(self, view: RecordView) -> str: ...
 
     def shows_speaker(self, view: RecordView) -> bool: ...
+
+    def date_lines(self, view: RecordView) -> tuple[str, ...]: ...
+
+    def metadata_line(self, *, tokens_used: int, budget: int, conflicts: Sequence[object],
+                      excluded_count: int) -> str: ...
 
 
 class BaseFormat:
@@ -54,12 +62,26 @@ class BaseFormat:
     supports_citations = False
     folds_repeated_text = False
     date_word = "event_time"
+    labels_conflicts = False
 
     def section_label(self, section: Section, namespace: str | None) -> str:
         return section_label(section, namespace)
 
     def shows_speaker(self, view: RecordView) -> bool:
         return False
+
+    def date_lines(self, view: RecordView) -> tuple[str, ...]:
+        """Lines that date this record and the records after it in its section, outermost
+        first (e.g. a day line, then a time line). Formats that date each record inline
+        return ()."""
+        return ()
+
+    def metadata_line(self, *, tokens_used: int, budget: int, conflicts: Sequence[object],
+                      excluded_count: int) -> str:
+        """The RFC section 6 metadata line; `conflicts` are id pairs, or pair labels when
+        the format labels conflicts."""
+        return metadata_line(tokens_used=tokens_used, budget=budget, conflicts=conflicts,
+                             excluded_count=excluded_count)
 
 
 def section_label(section: Section, namespace: str | None) -> str:

@@ -1,4 +1,8 @@
-"""The compact format: one schema line, then one JSON array per record with a local ref."""
+"""The compact format: one schema line, then one JSON array per record with a local ref.
+
+A record's "conflict" field names its CONTRADICTS pairs by label (c1, c2, ...); the records
+that share a label contradict each other, and the metadata lists the labels.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ FIELDS = (
 class CompactFormat(BaseFormat):
     name = "compact"
     numbers_records = True
+    labels_conflicts = True  # "conflict" holds pair labels (c1, ...), never node ids
 
     def header(self, *, speakers: bool, citations: bool) -> str:
         return (
@@ -30,5 +35,5 @@ class CompactFormat(BaseFormat):
             view.ref, c.type.value, c.namespace_id, c.epistemic_type.value,
             c.lifecycle_state.value, c.source_type.value, view.level.value,
             iso(c.event_time), iso(c.valid_from), iso(c.valid_to),
-            list(view.contradicts) or None, view.text,
+            list(view.conflict_labels or view.contradicts) or None, view.text,
         ])

@@ -11,14 +11,29 @@ from collections.abc import Callable, Sequence
 from ..escape import json_compact
 
 
-def metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[Sequence[str]],
+def metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
                   excluded_count: int) -> str:
+    """The full line: every RFC key; conflicts as id pairs (or labels, as given)."""
     body = {
         "tokens_used": tokens_used,
         "context_budget": budget,
-        "conflicts": [list(pair) for pair in conflicts],
+        "conflicts": [list(c) if isinstance(c, (list, tuple)) else c for c in conflicts],
         "excluded_count": excluded_count,
     }
+    return "[metadata] " + json_compact(body)
+
+
+def short_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
+                        excluded_count: int) -> str:
+    """What a model reading the context needs: the counts, and conflict pair labels only
+    when there are any (node ids stay in the bundle and the receipt)."""
+    body: dict[str, object] = {
+        "tokens_used": tokens_used,
+        "context_budget": budget,
+        "excluded_count": excluded_count,
+    }
+    if conflicts:
+        body["conflicts"] = list(conflicts)
     return "[metadata] " + json_compact(body)
 
 

@@ -37,7 +37,8 @@ def bundle_arrow_type() -> pa.StructType:
         ("included", pa.list_(pa.struct([
             ("id", pa.string()), ("section", pa.string()), ("representation", pa.string()),
             ("tokens", pa.int32()), ("ref", pa.string()), ("score", pa.float64()),
-            ("tier", pa.int32()), ("conflict", pa.bool_()),
+            ("tier", pa.int32()), ("conflict", pa.bool_()), ("source_type", pa.string()),
+            ("epistemic", pa.string()),
         ]))),
         ("excluded", pa.list_(pa.struct([
             ("id", pa.string()), ("reason", pa.string()), ("score", pa.float64()),
@@ -68,7 +69,7 @@ def bundle_row(bundle: MemoryBundle) -> dict[str, Any]:
         "included": [
             {"id": r.id, "section": r.section.value, "representation": r.representation.value,
              "tokens": r.tokens, "ref": r.ref, "score": r.score, "tier": int(r.tier),
-             "conflict": r.conflict}
+             "conflict": r.conflict, "source_type": r.source_type, "epistemic": r.epistemic}
             for r in bundle.included
         ],
         "excluded": [

@@ -1,6 +1,8 @@
 """Turn a finished layout into the exact context text and its verified token count.
 
-Numbers the citations over the packed records in render order, renders the metadata line
+Puts each section's records in date order (formats with date lines), states each day and
+time once, numbers citations and conflict pair labels over the packed records in render
+order, renders the metadata line
 with a self-consistent tokens_used, adds guidance only if the whole output still fits, and
 counts the whole output once to confirm the per-line sum.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..formats.metadata import metadata_line, solve_tokens_used
+from ..formats.metadata import solve_tokens_used
+from ..formats.reader import UNDATED_LINE
 from .layout import Entry, Layout
 
 
@@ -30,27 +33,42 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     if layout.records == 0:
         return Assembly("", 0, (), {}, None)
     counter, fmt = layout.counter, layout.fmt
-    entries: list[Entry] = []
-    body: list[str] = []
-    references: dict[str, str] = {}  # citation ref -> candidate id, when numbered
+    labelled = getattr(fmt, "labels_conflicts", False)
+    groups = []
     for _key, group in layout.ordered():
         if arrange is not None:
             group = arrange(group)
+        elif any(entry.dates for entry in group):
+            group = sorted(group, key=_date_order)  # stable: packing order within a date
+        groups.append(group)
+    pair_labels = _pair_labels([e for group in groups for e in group]) if labelled else {}
+    entries: list[Entry] = []
+    body: list[str] = []
+    references: dict[str, str] = {}  # citation ref -> candidate id, when numbered
+    for group in groups:
         first = group[0]
         body.append(fmt.section_label(first.section, first.candidate.namespace_id))
+        shown: tuple[str, ...] = ()
         for entry in group:
-            if numbered:
-                ref = f"m{len(entries) + 1}"
-                entry = _renumber(entry, ref, layout)
+            ref = f"m{len(entries) + 1}" if numbered else entry.view.ref
+            labels = tuple(pair_labels[_pair(entry.candidate.id, other)]
+                           for other in entry.view.contradicts) if labelled else ()
+            entry = _rerender(entry, ref, labels, layout)
+            if numbered and ref is not None:
                 references[ref] = entry.candidate.id
             entries.append(entry)
+            body.extend(date_run(shown, entry.dates))
+            if entry.dates or shown:
+                shown = entry.dates
             body.append(entry.line)
     header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)
     rest = counter.line_cost(header) + sum(counter.line_cost(line) for line in body)
+    labels_shown: list[str] = sorted(set(pair_labels.values()), key=_label_number)
+    shown_conflicts: list[object] = list(labels_shown) if labelled else list(conflicts)
 
     def meta(n: int) -> str:
-        return metadata_line(tokens_used=n, budget=budget, conflicts=conflicts,
-                             excluded_count=excluded_count)
+        return fmt.metadata_line(tokens_used=n, budget=budget, conflicts=shown_conflicts,
+                                 excluded_count=excluded_count)
 
     def meta_cost(n: int) -> int:
         return counter.line_cost(meta(n))
@@ -79,10 +97,49 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     return Assembly(context, total, tuple(entries), references, shown_guidance)
 
 
-def _renumber(entry: Entry, ref: str, layout: Layout) -> Entry:
-    if entry.view.ref == ref:
+def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
+    """The date lines to print before a record dated `dates` when `shown` dates the lines
+    above it: those past the shared prefix. A record with fewer date lines than are shown
+    (only when records are not in date order) restates its day, or says it is undated."""
+    common = 0
+    while common < min(len(shown), len(dates)) and shown[common] == dates[common]:
+        common += 1
+    if common < len(dates):
+        return list(dates[common:])
+    if len(dates) < len(shown):
+        return [dates[-1]] if dates else [UNDATED_LINE]
+    return []
+
+
+def _date_order(entry: Entry) -> tuple:
+    c = entry.candidate
+    position = c.session_position if c.session_position is not None else -1
+    return entry.dates, c.session_id or "", position
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a <= b else (b, a)
+
+
+def _pair_labels(entries: list[Entry]) -> dict[tuple[str, str], str]:
+    """c1, c2, ... for the CONTRADICTS pairs, numbered in the order the context shows them."""
+    labels: dict[tuple[str, str], str] = {}
+    for entry in entries:
+        for other in entry.view.contradicts:
+            pair = _pair(entry.candidate.id, other)
+            if pair not in labels:
+                labels[pair] = f"c{len(labels) + 1}"
+    return labels
+
+
+def _label_number(label: str) -> int:
+    return int(label[1:])
+
+
+def _rerender(entry: Entry, ref: str | None, labels: tuple[str, ...], layout: Layout) -> Entry:
+    if entry.view.ref == ref and entry.view.conflict_labels == labels:
         return entry
-    view = replace(entry.view, ref=ref)
+    view = replace(entry.view, ref=ref, conflict_labels=labels)
     line = layout.fmt.record_line(view)
     return replace(entry, view=view, line=line, cost=layout.counter.line_cost(line))
 

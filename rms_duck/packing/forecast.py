@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
-from ..formats.metadata import metadata_line
 from ..records import Candidate, Level, Section, Tier
 from ..tokens.counter import word_runs
 from .prepare import conflict_map, dedupe
@@ -54,8 +53,8 @@ def frame_lines(candidates: Sequence[Candidate], config: PackingConfig, budget: 
     metadata line the packer reserves at its widest numbers (no conflicts)."""
     fmt = get_format(config.context_format)
     citations = config.context_citations
-    widest = metadata_line(tokens_used=max(budget - config.overhead_tokens, 0), budget=budget,
-                           conflicts=[], excluded_count=len(candidates))
+    widest = fmt.metadata_line(tokens_used=max(budget - config.overhead_tokens, 0),
+                               budget=budget, conflicts=[], excluded_count=len(candidates))
     lines = [fmt.header(speakers=False, citations=citations),
              fmt.header(speakers=True, citations=citations), widest]
     for namespace in sorted({c.namespace_id for c in candidates}, key=lambda n: (n is not None, n)):

@@ -37,6 +37,7 @@ class Entry:
     tier: int
     order: int
     speaker: bool
+    dates: tuple[str, ...] = ()  # the format's day/time lines for this record, outermost first
 
     @property
     def candidate(self) -> Candidate:
@@ -56,6 +57,9 @@ class Layout:
     pairs: frozenset[tuple[str, str]] = frozenset()
     groups: dict[GroupKey, list[Entry]] = field(default_factory=dict)
     labels: dict[GroupKey, int] = field(default_factory=dict)
+    # Per section: how many packed records each date-line prefix dates. With records in date
+    # order, each distinct prefix is rendered once (see assemble.date_runs).
+    dated: dict[GroupKey, dict[tuple[str, ...], int]] = field(default_factory=dict)
     speakers: int = 0
     records: int = 0
     used: int = 0
@@ -79,7 +83,14 @@ class Layout:
             extra += self.header_cost(True) - self.header_cost(False)
         if key not in self.groups:
             extra += self.label_cost(key, entry.section, entry.candidate.namespace_id)
+        if entry.dates:
+            extra += self._dates_delta(self.dated.get(key, {}), entry.dates)
         return extra
+
+    def _dates_delta(self, shown: dict[tuple[str, ...], int], dates: tuple[str, ...]) -> int:
+        """Tokens of the date lines `dates` needs that no packed record has brought yet."""
+        return sum(self.counter.line_cost(dates[i]) for i in range(len(dates))
+                   if dates[: i + 1] not in shown)
 
     def add(self, entry: Entry, delta: int) -> None:
         key = group_key(entry.candidate.namespace_id, entry.section)
@@ -87,6 +98,10 @@ class Layout:
             self.labels[key] = self.label_cost(key, entry.section, entry.candidate.namespace_id)
             self.groups[key] = []
         self.groups[key].append(entry)
+        counts = self.dated.setdefault(key, {})
+        for i in range(len(entry.dates)):
+            prefix = entry.dates[: i + 1]
+            counts[prefix] = counts.get(prefix, 0) + 1
         self.records += 1
         self.speakers += entry.speaker
         self.pairs = self.pairs | _pairs_of(entry)
@@ -96,9 +111,16 @@ class Layout:
         """Take a packed entry out again and recompute the cost from scratch."""
         key = group_key(entry.candidate.namespace_id, entry.section)
         self.groups[key].remove(entry)
+        counts = self.dated.get(key, {})
+        for i in range(len(entry.dates)):
+            prefix = entry.dates[: i + 1]
+            counts[prefix] -= 1
+            if not counts[prefix]:
+                del counts[prefix]
         if not self.groups[key]:
             del self.groups[key]
             del self.labels[key]
+            self.dated.pop(key, None)
         self.records -= 1
         self.speakers -= entry.speaker
         self.pairs = frozenset(p for es in self.groups.values() for e in es for p in _pairs_of(e))
@@ -108,8 +130,10 @@ class Layout:
         if self.records == 0:
             return 0
         lines = sum(e.cost for entries in self.groups.values() for e in entries)
+        dates = sum(self.counter.line_cost(prefix[-1])
+                    for counts in self.dated.values() for prefix in counts)
         return (self.header_cost(self.speakers > 0) + self.metadata_cost(self.pairs)
-                + sum(self.labels.values()) + lines)
+                + sum(self.labels.values()) + lines + dates)
 
     def _metadata_delta(self, entry: Entry) -> int:
         new = _pairs_of(entry)
@@ -121,6 +145,7 @@ class Layout:
     def clear(self) -> None:
         self.groups.clear()
         self.labels.clear()
+        self.dated.clear()
         self.records = self.speakers = self.used = 0
         self.pairs = frozenset()
 
@@ -131,3 +156,9 @@ class Layout:
 def _pairs_of(entry: Entry) -> frozenset[tuple[str, str]]:
     own = entry.candidate.id
     return frozenset((min(own, o), max(own, o)) for o in entry.view.contradicts)
+
+
+def dated(fmt: Format, view: RecordView) -> tuple[str, ...]:
+    """The format's date lines for a view; () for formats that date records inline."""
+    date_lines = getattr(fmt, "date_lines", None)
+    return tuple(date_lines(view)) if date_lines is not None else ()

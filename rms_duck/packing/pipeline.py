@@ -7,6 +7,7 @@ the hash seed nor the process changes the result.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -14,7 +15,6 @@ from ..bundle import MemoryBundle, TraceRow
 from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError
-from ..formats.metadata import metadata_line
 from ..metrics import bundle_metrics
 from ..records import (
     Candidate,
@@ -36,6 +36,7 @@ from .selector import Selector, order_multipath
 
 # Budgets, token counts and positions are stored and returned as 32-bit INTEGERs.
 MAX_BUDGET = 2**31 - 1
+LOG = logging.getLogger("rms_duck")
 
 
 def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
@@ -67,10 +68,16 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
     available = budget - config.overhead_tokens
     conflicts = conflict_map(pool)
 
+    fmt = config.format
+    widest_label = f"c{max(len(pool), 1)}"
+
     def metadata_cost(pairs: frozenset[tuple[str, str]]) -> int:
-        # Widest numbers: the final line can only be as long or shorter.
-        return counter.line_cost(metadata_line(
-            tokens_used=max(available, 0), budget=budget, conflicts=sorted(pairs),
+        # Widest numbers and labels: the final line can only be as long or shorter.
+        shown: list[object] = (
+            [widest_label] * len(pairs) if fmt.labels_conflicts
+            else [list(pair) for pair in sorted(pairs)])
+        return counter.line_cost(fmt.metadata_line(
+            tokens_used=max(available, 0), budget=budget, conflicts=shown,
             excluded_count=len(rows)))
 
     selector = Selector(pool, available=available, config=config, counter=counter,
@@ -87,9 +94,15 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
                               mode=config.context_guidance_mode,
                               date_word=config.format.date_word)
     assembly = _assemble_within(selector, budget, available, len(rows), guidance)
-    overflowed = any(o.reason is Reason.BUDGET_OVERFLOW for o in selector.outcomes.values())
+    overflowed = [o.candidate.id for o in selector.outcomes.values()
+                  if o.reason is Reason.BUDGET_OVERFLOW]
     if overflowed and Flag.BUDGET_OVERFLOW.value not in flags:
         flags.append(Flag.BUDGET_OVERFLOW.value)
+    if overflowed:
+        # RFC section 7 step 3: log a BUDGET_OVERFLOW warning (the flag stays for SQL).
+        LOG.warning("BUDGET_OVERFLOW: %d pinned or active-task record(s) left out of a "
+                    "%d-token budget (%d available): %s", len(overflowed), budget, available,
+                    ", ".join(sorted(overflowed)[:10]))
     if guidance is not None and assembly.guidance is None and assembly.entries:
         flags.append(Flag.GUIDANCE_OMITTED.value)
     if not assembly.entries and budget > 0:
@@ -188,11 +201,39 @@ def _pack_pins_and_tasks(sel: Selector, tier: list[Candidate]) -> bool:
         sel.outcomes[c.id].order_key = c.score
         sel.try_include(c, sel.levels(c, priority_one=True))
     if not all(sel.outcomes[c.id].entry is not None for c in ordered):
-        _degrade(sel, ordered)
+        if not _downgrade_to_fit(sel, ordered):
+            _degrade(sel, ordered)
     for c in ordered:
         if sel.outcomes[c.id].entry is not None:
             sel.include_counterparts(c)
     return any(sel.outcomes[c.id].entry is None for c in ordered)
+
+
+def _downgrade_to_fit(sel: Selector, ordered: list[Candidate]) -> bool:
+    """Step 1 of the ladder: downgrade pins and tasks so that all of them fit.
+
+    Every pin and task goes in at its cheapest allowed level (usually KEY_VALUE or
+    REFERENCE, but a short text's FULL line can be cheaper than its pointer); then, in
+    priority order, each is raised back to the highest level that still fits beside all the
+    others. False, with the layout emptied, when even the cheapest levels do not fit.
+    """
+    _restart(sel, ordered)
+    for c in ordered:
+        levels = sel.levels(c, priority_one=True)
+        if not levels or not sel.try_include(c, [min(levels, key=lambda lv: sel.line_cost(c, lv))]):
+            _restart(sel, ordered)
+            return False
+    for c in ordered:
+        outcome = sel.outcomes[c.id]
+        assert outcome.entry is not None
+        current = outcome.entry.level
+        levels = sel.levels(c, priority_one=True)
+        better = levels[: levels.index(current)] if current in levels else []
+        if better:
+            sel.unplace(c)
+            if not sel.try_include(c, better):
+                sel.try_include(c, [current])  # its own room is free again, so it fits
+    return True
 
 
 def _degrade(sel: Selector, ordered: list[Candidate]) -> None:
@@ -257,7 +298,9 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
         IncludedRecord(id=e.candidate.id, section=e.section, namespace_id=e.candidate.namespace_id,
                        representation=e.level, tokens=e.cost, ref=e.view.ref,
                        score=e.candidate.score, tier=Tier(e.tier),
-                       conflict=bool(e.view.contradicts))
+                       conflict=bool(e.view.contradicts),
+                       source_type=e.candidate.source_type.value,
+                       epistemic=e.candidate.epistemic_type.value)
         for e in assembly.entries
     )
     # The pool is sorted by id (dedupe), so the outcomes already are: no sort needed.

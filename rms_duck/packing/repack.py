@@ -13,12 +13,13 @@ from typing import Any
 from ..bundle import MemoryBundle
 from ..config import parse_config
 from ..errors import ReceiptError
+from ..formats.legacy import LEGACY
 from ..tokens.counter import LineCounter
 from .pipeline import pack_candidates
 
 
-def repack(inputs: str, *, budget: int | None,
-           config: Mapping[str, Any] | str | None) -> MemoryBundle:
+def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str | None,
+           receipt_version: int | None = None) -> MemoryBundle:
     """Pack the stored inputs (rms_bundles.inputs) again.
 
     Args:
@@ -50,6 +51,8 @@ def repack(inputs: str, *, budget: int | None,
     if budget is None:
         raise ReceiptError("the receipt has no 'budget' field, got None; it cannot be replayed "
                            "(restore the receipt from a backup)")
+    if receipt_version == 1:
+        config = _as_version_1(config)
     # A private counter: replay recounts every line rather than trusting a cached or
     # persisted cost (rms_line_costs is a cache, not evidence).
     counter = LineCounter(parse_config(config).encoding, shared=False)
@@ -59,3 +62,13 @@ def repack(inputs: str, *, budget: int | None,
 def _clip(text: object, limit: int = 60) -> str:
     text = str(text)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _as_version_1(config: Mapping[str, Any] | str | None) -> Mapping[str, Any] | str | None:
+    """A version-1 receipt's config with its format swapped for the frozen copy of that
+    format's version-1 bytes (formats/legacy.py), so the replay can reproduce them."""
+    parsed = json.loads(config) if isinstance(config, str) else dict(config or {})
+    name = parsed.get("context_format", "reader")
+    if name in LEGACY:
+        parsed["context_format"] = LEGACY[name]
+    return parsed

@@ -23,7 +23,7 @@ from ..records import (
 )
 from ..tokens.counter import LineCounter
 from .folding import folds_into
-from .layout import Entry, Layout
+from .layout import Entry, Layout, dated
 from .neighbours import SESSION_PATH, session_links
 from .represent import representation_text
 
@@ -116,6 +116,8 @@ class Selector:
         self.packed_by_source: dict[str, list[Entry]] = {}
         numbered = config.numbered
         self.provisional_ref = f"m{len(pool)}" if numbered else None
+        # Pair labels are numbered at assembly; the widest one costs every line meanwhile.
+        self.provisional_label = f"c{max(len(pool), 1)}"
         self.layout = Layout(self.fmt, counter, config.context_citations, metadata_cost)
         self.allowed = _allowed_levels(config, self.fmt.text_levels_only)
         self.text_required = self.fmt.text_levels_only or config.min_level in TEXT_LEVELS
@@ -131,7 +133,9 @@ class Selector:
         text = representation_text(c, level)
         if text is None:
             return None
-        return RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
+        contradicts = self.conflicts.get(c.id, ())
+        labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
+        return RecordView(c, level, text, self.provisional_ref, contradicts, labels)
 
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
@@ -140,6 +144,13 @@ class Selector:
             assert view is not None  # every candidate has FULL text: content is a str
             outcome.full_cost = self.counter.line_cost(self.fmt.record_line(view))
         return outcome.full_cost
+
+    def line_cost(self, c: Candidate, level: Level) -> int:
+        """Exact tokens of c's line at `level` (a very large number when it has none)."""
+        view = self.view(c, level)
+        if view is None:
+            return 1 << 62
+        return self.counter.line_cost(self.fmt.record_line(view))
 
     def remaining(self) -> int:
         return self.available - self.layout.used
@@ -216,7 +227,7 @@ class Selector:
                 outcome.full_cost = cost
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
-                          self.fmt.shows_speaker(view))
+                          self.fmt.shows_speaker(view), dated(self.fmt, view))
             delta = self.layout.delta(entry)
             if delta <= self.remaining():
                 self.layout.add(entry, delta)
@@ -273,6 +284,13 @@ class Selector:
                     self._unpack(outcome, Reason.FOLDED)
             self.packed_by_source.setdefault(source, []).append(entry)
 
+    def unplace(self, c: Candidate) -> None:
+        """Take c's packed entry out again (the section 7 ladder re-levels pins and tasks)."""
+        outcome = self.outcomes[c.id]
+        if outcome.entry is not None:
+            self._unpack(outcome, Reason.BUDGET_OVERFLOW)
+            outcome.reason = None
+
     def _in_adjacent_window(self, c: Candidate) -> bool:
         """Packed members of an "adjacent" session window are never folded away (RFC 5)."""
         if self.config.session_context_packing != "adjacent" or not self.links:
@@ -308,7 +326,9 @@ class Selector:
             ladder = available
         if priority_one:
             return ladder  # RFC Priority 1: STRUCTURED, else KEY_VALUE, else REFERENCE
-        # RFC section 5: the chosen level, else a bare REFERENCE, else nothing.
+        if self.outcomes[c.id].tier is not Tier.MULTI_PATH:
+            return ladder[:1]  # RFC Priorities 2 and 4: the chosen level or nothing
+        # RFC Priority 3: the chosen level, else a bare REFERENCE, else nothing.
         return ladder[:1] + [lv for lv in ladder[1:] if lv is Level.REFERENCE]
 
     @property
@@ -350,7 +370,11 @@ def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) ->
     power = 1.0 if ordering == "density" else 0.25
     head = None
     if ordering == "balanced":
-        eligible = [c for c in tier if c.has_text or not selector.text_required]
+        # The reserved head is an ordinary multi-path record (path_count >= 2), never a
+        # one-path session neighbour promoted into the tier (RFC section 5).
+        session = selector.config.session_context_packing is not None
+        eligible = [c for c in tier if (c.has_text or not selector.text_required)
+                    and path_count(c, session) >= 2]
         head = min(eligible, key=lambda c: (-c.score, c.id), default=None)
     keyed = []
     for c in tier:

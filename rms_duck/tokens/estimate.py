@@ -1,127 +1,138 @@
-"""RFC Method 2: estimate tokens from character counts, per script.
+"""RFC Method 2: estimate tokens from character counts, per script and per encoding.
 
-The estimate is sum(chars_in_class / chars_per_token[class]) over character classes, rounded
-up. A text's own mix of scripts is taken into account, so a Chinese sentence with a Latin
-name in it is not costed as all-Latin. One ratio for every class can be forced instead.
-The ratios depend on the tokenizer, so they are kept per encoding (chars_per_token_for):
-fitted to o200k_base and to cl100k_base; o200k_harmony shares o200k_base's ranks; any
-other encoding uses o200k_base's until ratios are set for it (set_chars_per_token, for
-example from `rms-duck bench --rfc --encoding NAME`, which prints a fit).
+The text is cut into the pieces the encoding's own pre-tokenizer cuts (words with their
+leading space, runs of up to three digits, punctuation runs, whitespace). A piece the
+vocabulary holds whole costs one token (a dictionary lookup, no merging); any other piece
+costs ceil(sum over its scripts of chars / chars_per_token[script]) tokens, at least one
+(punctuation counts a token per three marks):
+BPE never merges across pieces, so a piece is never cheaper than one token. A space that
+leads a word is merged into it and costs nothing.
+
+The characters per token of each script come from the encoding's vocabulary, not from a
+sample of text (derive.py, tables in estimate_tables.py), so every script Unicode encodes
+has one. docs/estimates.md publishes the error per script on held-out text in dozens of
+languages; `rms-duck bench --estimates` reproduces it.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
+from functools import lru_cache
+
+import regex
 
 from ..errors import ConfigError
+from .encodings import DEFAULT_ENCODING
+from .estimate_tables import CHARS_PER_TOKEN, PATTERNS
+from .scripts import SPACE, SYMBOL, script_of
 
-# Characters per token, by class: a relative-error least-squares fit (non-negative) over the
-# 1,200-object corpus of `rms-duck bench --rfc` (16 languages, 10 scripts, prose, code and
-# JSON). There the estimate's median error is 4.4% (o200k_base) and 3.7% (cl100k_base), its
-# 95th percentile 17.7% and 16.3% (docs/evaluation.md has the figures per language and
-# type). tests/test_bench_rfc.py re-fits both and compares.
-O200K_CHARS_PER_TOKEN: dict[str, float] = {
-    "latin": 5.56,
-    "latin_ext": 1.63,
-    "digit": 0.83,
-    "space": 3.15,
-    "symbol": 2.52,
-    "cyrillic": 3.34,
-    "greek": 2.67,
-    "arabic": 3.84,
-    "hebrew": 2.51,
-    "devanagari": 3.65,
-    "thai": 2.41,
-    "cjk": 1.47,
-    "hangul": 1.59,
-    "other": 0.63,
-}
-CL100K_CHARS_PER_TOKEN: dict[str, float] = {
-    "latin": 4.72,
-    "latin_ext": 0.68,
-    "digit": 0.82,
-    "space": 4.24,
-    "symbol": 2.57,
-    "cyrillic": 1.76,
-    "greek": 0.99,
-    "arabic": 1.3,
-    "hebrew": 0.91,
-    "devanagari": 0.85,
-    "thai": 1.04,
-    "cjk": 1.15,
-    "hangul": 0.88,
-    "other": 0.2,
-}
-# The ratios of the default encoding (o200k_base).
-DEFAULT_CHARS_PER_TOKEN = O200K_CHARS_PER_TOKEN
-_BY_ENCODING: dict[str, dict[str, float]] = {
-    "o200k_base": O200K_CHARS_PER_TOKEN,
-    "o200k_harmony": O200K_CHARS_PER_TOKEN,  # the same ranks and pattern
-    "cl100k_base": CL100K_CHARS_PER_TOKEN,
-}
+# A script or class no table knows (a character Unicode assigned after this Python) is
+# costed like a character spelt in bytes: up to four tokens.
+UNKNOWN_CHARS_PER_TOKEN = 0.25
+# Encodings that share another's ranks and pre-tokenizer share its table.
+_SAME_AS = {"o200k_harmony": "o200k_base"}
+# Ratios a caller set for an encoding with no derived table (set_chars_per_token).
+_BY_ENCODING: dict[str, dict[str, float]] = {}
+
+
+def _table_name(encoding: str) -> str:
+    """The derived table an encoding uses: its own, its twin's, else o200k_base's."""
+    encoding = _SAME_AS.get(encoding, encoding)
+    return encoding if encoding in CHARS_PER_TOKEN else "o200k_base"
 
 
 def chars_per_token_for(encoding: str | None = None) -> dict[str, float]:
-    """The per-class ratios used for `encoding` (a copy): fitted ones, else o200k_base's."""
-    return dict(_BY_ENCODING.get(encoding or "o200k_base", O200K_CHARS_PER_TOKEN))
+    """The per-script ratios for `encoding` (a copy): derived from its vocabulary, set by
+    set_chars_per_token(), else o200k_base's (the closest modern vocabulary)."""
+    name = encoding or DEFAULT_ENCODING
+    if name in _BY_ENCODING:
+        return dict(_BY_ENCODING[name])
+    return dict(CHARS_PER_TOKEN[_table_name(name)])
 
 
 def set_chars_per_token(encoding: str, ratios: Mapping[str, float]) -> None:
-    """Use these per-class ratios (classes left out keep o200k_base's) for `encoding`."""
-    merged = dict(O200K_CHARS_PER_TOKEN)
-    for name, value in ratios.items():
-        if name not in merged:
-            raise ConfigError(f"unknown character class {name!r}; known: {', '.join(merged)}")
-        merged[name] = _check_ratio(f"chars_per_token[{name!r}]", value)
+    """Use these per-script ratios for an encoding without a derived table (scripts left out
+    keep o200k_base's). Its estimates then use the ratios alone, with no vocabulary lookup."""
+    merged = dict(CHARS_PER_TOKEN["o200k_base"])
+    for script, value in ratios.items():
+        if script not in merged:
+            raise ConfigError(f"unknown character class {script!r}; known: "
+                              f"{', '.join(sorted(merged))}")
+        merged[script] = _check_ratio(f"chars_per_token[{script!r}]", value)
     _BY_ENCODING[encoding] = merged
 
-_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("latin", re.compile(r"[A-Za-z]")),
-    # Accented Latin letters cost far more than ASCII ones (Vietnamese, Polish, ...).
-    ("latin_ext", re.compile(r"[\u00c0-\u024f\u1e00-\u1eff]")),
-    ("digit", re.compile(r"[0-9]")),
-    ("space", re.compile(r"\s")),
-    ("symbol", re.compile(r"[!-/:-@\[-`{-~\u00a0-\u00bf\u2000-\u206f]")),
-    ("cyrillic", re.compile(r"[\u0400-\u052f]")),
-    ("greek", re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]")),
-    ("arabic", re.compile(r"[\u0600-\u06ff\u0750-\u077f\ufb50-\ufdff\ufe70-\ufeff]")),
-    ("hebrew", re.compile(r"[\u0590-\u05ff]")),
-    ("devanagari", re.compile(r"[\u0900-\u097f]")),
-    ("thai", re.compile(r"[\u0e00-\u0e7f]")),
-    ("cjk", re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")),
-    ("hangul", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),
-)
+
+DEFAULT_CHARS_PER_TOKEN: dict[str, float] = chars_per_token_for(DEFAULT_ENCODING)
 
 
-def class_counts(text: str) -> dict[str, int]:
-    """Characters of `text` per class; whatever no class claims counts as 'other'."""
-    counts = {name: len(pattern.findall(text)) for name, pattern in _CLASSES}
-    counts["other"] = max(0, len(text) - sum(counts.values()))
-    return counts
+@lru_cache(maxsize=16)
+def _pattern(encoding: str) -> regex.Pattern[str]:
+    return regex.compile(PATTERNS[_table_name(encoding)])
 
 
 def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | None = None,
                     *, encoding: str | None = None) -> int:
-    """ceil(chars / chars_per_token), per class unless one ratio is forced. Classes not given
-    use the ratios of `encoding` (default: o200k_base).
+    """Method 2 estimate of `text`'s tokens under `encoding` (default: the default encoding).
+
+    Args:
+        chars_per_token: one ratio for every character (plain ceil(chars / ratio)), or a
+            mapping that overrides the ratio of some scripts (keys as scripts.script_of).
 
     >>> estimate_tokens("hello world", 4.0)
     3
+    >>> estimate_tokens("hello world")
+    2
     """
     if not text:
         return 0
     if chars_per_token is not None and not isinstance(chars_per_token, Mapping):
         ratio = _check_ratio("chars_per_token", chars_per_token)
         return math.ceil(len(text) / ratio)
-    ratios = chars_per_token_for(encoding)
-    for name, value in (chars_per_token or {}).items():
-        if name not in ratios:
-            raise ConfigError(f"unknown character class {name!r}; known: {', '.join(ratios)}")
-        ratios[name] = _check_ratio(f"chars_per_token[{name!r}]", value)
-    counts = class_counts(text)
-    return math.ceil(sum(n / ratios[name] for name, n in counts.items() if n))
+    name = encoding or DEFAULT_ENCODING
+    ratios = chars_per_token_for(name)
+    for script, value in (chars_per_token or {}).items():
+        if script not in ratios:
+            raise ConfigError(f"unknown character class {script!r} in chars_per_token; "
+                              f"known: {', '.join(sorted(ratios))}")
+        ratios[script] = _check_ratio(f"chars_per_token[{script!r}]", value)
+    return _estimate(text, name, ratios)
+
+
+def _estimate(text: str, encoding: str, ratios: Mapping[str, float]) -> int:
+    vocabulary = None if encoding in _BY_ENCODING else _vocabulary(_table_name(encoding))
+    total = 0
+    for piece in _pattern(encoding).findall(text):
+        if vocabulary is not None and piece.encode("utf-8", "surrogatepass") in vocabulary:
+            total += 1  # the vocabulary holds the whole piece: one token, no estimate needed
+            continue
+        cost, symbols = 0.0, 0
+        for i, ch in enumerate(piece):
+            script = script_of(ch)
+            if script == SPACE or (i == 0 and script == SYMBOL and len(piece) > 1
+                                   and script_of(piece[1]) not in (SPACE, SYMBOL)):
+                continue  # a leading space or mark is merged into the word it precedes
+            if script == SYMBOL:
+                symbols += 1
+                continue
+            cost += 1.0 / ratios.get(script, UNKNOWN_CHARS_PER_TOKEN)
+        # Punctuation runs such as '."' or '):' are single tokens up to about three marks
+        # in both vocabularies, like the pre-tokenizer's digit groups.
+        cost += math.ceil(symbols / 3)
+        total += max(1, math.ceil(cost - 1e-9))
+    return total
+
+
+@lru_cache(maxsize=8)
+def _vocabulary(encoding: str) -> Mapping[bytes, int] | None:
+    """The encoding's BPE ranks when they load offline, else None (ratios alone)."""
+    from ..errors import EncodingUnavailableError
+    from .derive import load_ranks
+
+    try:
+        return load_ranks(encoding)
+    except (EncodingUnavailableError, ImportError, AttributeError):
+        return None
 
 
 def _check_ratio(field: str, value: object) -> float:
@@ -131,3 +142,72 @@ def _check_ratio(field: str, value: object) -> float:
         raise ConfigError(f"{field} must be a positive number of characters per token, "
                           f"got {value!r}; try 4.0 for English prose")
     return float(value)
+
+
+# -- Method 3: the estimate rms_nodes stores at creation -----------------------------------
+# A plain INSERT must get a value, and DuckDB computes only a generated column at insert
+# time, from pure SQL without lambdas. So the stored estimate is Method 2 in its literal RFC
+# form, ceil(sum over classes of chars / chars_per_token), over the classes below with the
+# vocabulary-derived ratios of the default encoding; the schema's generated column is
+# stored_estimate_sql() verbatim (tests/test_rfc_gaps.py keeps the two in step).
+STORED_CLASSES: tuple[tuple[str, str], ...] = (
+    ("latin", "[A-Za-z]"),
+    ("cyrillic", r"\p{Cyrillic}"),
+    ("greek", r"\p{Greek}"),
+    ("arabic", r"\p{Arabic}"),
+    ("hebrew", r"\p{Hebrew}"),
+    ("devanagari", r"\p{Devanagari}"),
+    ("han", r"\p{Han}"),
+    ("hangul", r"\p{Hangul}"),
+    ("hiragana", r"\p{Hiragana}"),
+    ("katakana", r"\p{Katakana}"),
+    ("thai", r"\p{Thai}"),
+    ("digit", "[0-9]"),
+    ("symbol", r"[^\s\p{L}\p{M}\p{N}]"),
+)
+_OTHER_LETTERS = r"[\p{L}\p{M}\p{N}]"  # minus the classes above: accented Latin, other scripts
+_OTHER_CHARS_PER_TOKEN = 0.8
+_STORED_ENCODING = DEFAULT_ENCODING
+
+
+def _stored_terms() -> list[tuple[str, int]]:
+    """(class pattern, millionths of a token per character), integers so SQL and Python agree
+    exactly and the column needs no function outside DuckDB's core (a database file must
+    reopen offline, without autoloading an extension)."""
+    table = CHARS_PER_TOKEN[_STORED_ENCODING]
+    return [(pattern, round(1_000_000 / table[name])) for name, pattern in STORED_CLASSES]
+
+
+_OTHER_WEIGHT = round(1_000_000 / _OTHER_CHARS_PER_TOKEN)
+
+
+def stored_estimate(text: str) -> int:
+    """What rms_nodes.token_cost_estimate holds for `text` (the SQL column, in Python)."""
+    total = 0
+    letters = 0
+    for i, (pattern, weight) in enumerate(_stored_terms()):
+        n = len(regex.findall(pattern, text))
+        total += n * weight
+        if i < len(STORED_CLASSES) - 2:  # the letter classes, not digits or symbols
+            letters += n
+    other = (len(regex.findall(_OTHER_LETTERS, text)) - len(regex.findall("[0-9]", text))
+             - letters)
+    total += max(other, 0) * _OTHER_WEIGHT
+    return (total + 999_999) // 1_000_000
+
+
+def stored_estimate_sql(column: str = "content") -> str:
+    """The same estimate as one pure-SQL expression (RE2 classes), for a generated column."""
+    def chars(pattern: str) -> str:
+        return f"length(regexp_replace({column}, '{_negate(pattern)}', '', 'g'))"
+    terms = [f"{chars(p)} * {w}" for p, w in _stored_terms()]
+    other = (f"{chars(_OTHER_LETTERS)} - {chars('[0-9]')} - "
+             + " - ".join(chars(p) for p, _ in _stored_terms()[:-2]))
+    terms.append(f"(CASE WHEN {other} > 0 THEN {other} ELSE 0 END) * {_OTHER_WEIGHT}")
+    return "CAST((" + " + ".join(terms) + " + 999999) // 1000000 AS INTEGER)"
+
+
+def _negate(pattern: str) -> str:
+    if pattern.startswith("[^"):
+        return "[" + pattern[2:]
+    return f"[^{pattern[1:-1]}]" if pattern.startswith("[") else f"\\P{{{pattern[3:-1]}}}"

@@ -1,0 +1,80 @@
+"""Method 2: derived from each encoding's vocabulary, published per script on held-out text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rms_duck.errors import ConfigError, EncodingUnavailableError
+from rms_duck.tokens.derive import derive_chars_per_token, load_ranks
+from rms_duck.tokens.estimate import chars_per_token_for, estimate_tokens
+from rms_duck.tokens.estimate_tables import CHARS_PER_TOKEN
+from rms_duck.tokens.scripts import script_of
+
+DOC = Path(__file__).parent.parent / "docs" / "estimates.md"
+
+
+def _ranks(name: str):
+    try:
+        return load_ranks(name)
+    except (EncodingUnavailableError, ImportError):
+        pytest.skip(f"{name} ranks are not available offline here")
+
+
+@pytest.mark.parametrize("name", sorted(CHARS_PER_TOKEN))
+def test_shipped_tables_are_the_vocabulary_derivation(name):
+    assert derive_chars_per_token(_ranks(name)) == CHARS_PER_TOKEN[name]
+
+
+def test_every_script_has_a_ratio_for_every_encoding():
+    for name, table in CHARS_PER_TOKEN.items():
+        for script in ("latin", "cyrillic", "bengali", "tamil", "georgian", "armenian", "han",
+                       "hangul", "ethiopic", "myanmar", "tifinagh", "digit", "symbol"):
+            assert table[script] > 0, (name, script)
+
+
+def test_scripts_come_from_unicode_names():
+    assert [script_of(c) for c in "aé Я ক 中 한 5 ,"] == [
+        "latin", "latin_ext", "space", "cyrillic", "space", "bengali", "space", "han",
+        "space", "hangul", "space", "digit", "space", "symbol"]
+
+
+def test_estimate_overrides_and_errors():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcdefgh", 4.0) == 2
+    assert estimate_tokens("hello world") == 2
+    text = "নমস্কার বন্ধু"
+    assert estimate_tokens(text, {"bengali": 100.0}, encoding="cl100k_base") < estimate_tokens(
+        text, encoding="cl100k_base")
+    assert estimate_tokens(text, encoding="o200k_base") < estimate_tokens(
+        text, encoding="cl100k_base")  # o200k_base's vocabulary covers Bengali, cl100k's not
+    assert chars_per_token_for("some_future_encoding") == CHARS_PER_TOKEN["o200k_base"]
+    with pytest.raises(ConfigError, match="unknown character class 'klingon'"):
+        estimate_tokens("x", {"klingon": 2.0})
+    with pytest.raises(ConfigError, match=r"chars_per_token\['latin'\] must be a positive"):
+        estimate_tokens("x", {"latin": 0})
+
+
+@pytest.mark.slow
+def test_docs_table_is_the_held_out_measurement():
+    pytest.importorskip("babel")
+    pytest.importorskip("faker")
+    from rms_duck.bench import estimates
+
+    for name in CHARS_PER_TOKEN:
+        _ranks(name)
+    report = estimates.error_table(estimates.held_out_texts())
+    assert estimates.format_markdown(report) in DOC.read_text(encoding="utf-8")
+
+
+def test_docs_headline_matches_its_table():
+    """The headline sentence quotes the table's first row (the slow test recomputes it)."""
+    doc = DOC.read_text(encoding="utf-8")
+    row = next(line for line in doc.splitlines() if line.startswith("| **all held-out"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    cl_median, cl_p95, o2_median, o2_p95 = cells[2], cells[3], cells[5], cells[6]
+    headline = re.search(r"Headline: (.*?)\n\n", doc, re.S).group(1)
+    assert f"o200k_base median {o2_median}, p95 {o2_p95}" in headline
+    assert f"cl100k_base median {cl_median}, p95 {cl_p95}" in " ".join(headline.split())
