@@ -217,3 +217,27 @@ def test_your_own_embeddings_plug_into_the_vector_path(chat):
                     "'transport', 'ns', 3, query_embedding := [1.0, 0.0, 0.0], cues := ?)",
                     params=[OFF]).fetchall()
     assert rows[0][0] == nid(7) and rows[0][1] == ["VECTOR"] and rows[0][2] > 0.99
+
+
+def test_plain_duckdb_client_stems_with_the_index_vocabulary(tmp_path):
+    """Without rms_duck's Python UDF, rms_stem() looks words up in rms_lexical_stems: the
+    persistent ranking macros still rank, and forms the index saw still meet."""
+    import duckdb
+
+    import rms_duck
+
+    path = str(tmp_path / "m.duckdb")
+    con = rms_duck.connect(path)
+    add(con, 1, "I adopted two greyhounds", speaker="Ana")
+    add(con, 2, "The weather was grey", speaker="Ben")
+    refresh_index(con)
+    con.close()
+    plain = duckdb.connect(path)
+    try:
+        assert plain.execute("SELECT rms_stem('adopted'), rms_stem('unseen')").fetchall() == [
+            ("adopt", "unseen")]
+        rows = plain.execute("SELECT id FROM rms_candidates('Ana adopted greyhounds', 'ns')"
+                             ).fetchall()
+        assert rows[0][0] == nid(1)
+    finally:
+        plain.close()
