@@ -417,8 +417,10 @@ CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
     ),
     scored AS (
         SELECT p.node_id, p.paths,
-               len(list_filter(p.paths, lambda x: x NOT IN ('SESSION_CONTEXT', 'FEEDBACK')))
-                   AS path_count,
+               -- every route counts, SESSION_CONTEXT and FEEDBACK too: the packer takes
+               -- path_count >= 2 first, and a neighbour or feedback hit left at 1 waited
+               -- behind every multi-path turn (76.5% -> 85.3% of conversation 1 at 4K)
+               len(p.paths) AS path_count,
                coalesce(b.lexical, 0) AS lexical, coalesce(b.ngram, 0) AS ngram,
                coalesce(b.vector, 0) AS vector, n.salience,
                least(1.0, greatest(0.0,
