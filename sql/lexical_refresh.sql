@@ -25,10 +25,23 @@ SELECT node_id, term
 FROM (SELECT node_id, unnest(words) AS term FROM rms_refresh_new)
 WHERE term NOT IN (SELECT word FROM rms_stopwords);
 
-INSERT INTO rms_lexical_terms (node_id, term, tf)
-SELECT node_id, term, count(*) AS tf FROM rms_refresh_words GROUP BY node_id, term;
+-- rms_refresh_stems: each distinct new word and its Snowball stem in the index language
+-- (one UDF call per distinct word, not per occurrence)
+CREATE OR REPLACE TEMP TABLE rms_refresh_stems AS
+SELECT word, rms_stem_udf(word, (SELECT first(language) FROM rms_lexical_config)) AS stem
+FROM (SELECT DISTINCT term AS word FROM rms_refresh_words);
 
--- the trigrams of the same words, distinct per node
+-- the vocabulary plain clients stem query words with (rms_stem in sql/ranking.sql)
+INSERT INTO rms_lexical_stems (word, stem)
+SELECT word, stem FROM rms_refresh_stems ON CONFLICT DO NOTHING;
+
+-- BM25 postings hold stems, so "adopted" in a node meets "adopt" in a question
+INSERT INTO rms_lexical_terms (node_id, term, tf)
+SELECT w.node_id, s.stem AS term, count(*) AS tf
+FROM rms_refresh_words AS w JOIN rms_refresh_stems AS s ON s.word = w.term
+GROUP BY w.node_id, s.stem;
+
+-- the trigrams of the same words (unstemmed: they catch what stems miss), distinct per node
 INSERT INTO rms_lexical_ngrams (node_id, ngram)
 SELECT DISTINCT node_id, ngram
 FROM (SELECT node_id, unnest(rms_word_ngrams(term)) AS ngram FROM rms_refresh_words);
@@ -38,3 +51,6 @@ SELECT r.node_id, r.content_md5,
        (SELECT count(*) FROM rms_refresh_words AS w WHERE w.node_id = r.node_id),
        (SELECT count(*) FROM rms_lexical_ngrams AS g WHERE g.node_id = r.node_id)
 FROM rms_refresh_new AS r;
+
+-- the index now holds stems in this language
+UPDATE rms_lexical_config SET indexed_language = language;

@@ -65,3 +65,8 @@ CREATE OR REPLACE TEMP MACRO rms_store(candidates, budget, config := NULL, names
                   CAST(to_json(config) AS VARCHAR), CAST(namespace AS VARCHAR),
                   CAST(session_id AS VARCHAR));
 COMMENT ON MACRO rms_store IS 'rms_store(candidates, budget, config := NULL, namespace := NULL, session_id := NULL): pack, store the bundle with a chained receipt, return its receipt_id';
+
+-- rms_stem: the exact Snowball stem (PyStemmer) in the index language; shadows the
+-- vocabulary lookup of sql/ranking.sql, so query words the index never saw are stemmed too
+CREATE OR REPLACE TEMP MACRO rms_stem(term) AS rms_stem_udf(term, rms_index_language());
+COMMENT ON MACRO rms_stem IS 'rms_stem(term): the Snowball stem of a lower-cased word in the index language';

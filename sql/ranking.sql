@@ -1,13 +1,35 @@
 -- rms_duck ranking: retrieval paths over rms_nodes and their merge, as table macros.
--- Pure SQL (no UDFs), so they persist in the database and plain DuckDB clients can rank.
+-- Pure SQL, so they persist in the database and plain DuckDB clients can rank. Word stems
+-- come from rms_lexical_stems, which refresh_index fills with the Snowball stems of every
+-- indexed word; on a registered connection, rms_stem() is the Python UDF itself (a TEMP
+-- macro of sql/python_macros.sql), so query words the index never saw are stemmed too.
 -- The lexical paths read the index tables that rms_duck.duck.ranking.refresh_index(con)
 -- keeps current (sql/lexical_refresh.sql); rms_candidates() refuses a stale index.
--- Every path filters to the namespace (NULL: all) and to retrievable lifecycle states.
 
 -- rms_split_terms: the words of a text as the lexical index sees them (lower case, letters and digits)
 CREATE OR REPLACE MACRO rms_split_terms(text) AS
     list_filter(regexp_split_to_array(lower(text), '[^\p{L}\p{N}]+'), lambda w: w <> '');
 COMMENT ON MACRO rms_split_terms IS 'rms_split_terms(text): lower-cased words (runs of letters and digits), in order';
+
+-- rms_index_language: the language the lexical index holds stems of ('none' before the
+-- first refresh_index with stemming, so an older index still answers)
+CREATE OR REPLACE MACRO rms_index_language() AS
+    coalesce((SELECT first(indexed_language) FROM rms_lexical_config), 'none');
+COMMENT ON MACRO rms_index_language IS 'rms_index_language(): the Snowball language of the lexical index (none: words as they are)';
+
+-- rms_stem: a word as the BM25 index stores it: its stem from the index's vocabulary, or
+-- the word itself when the index never saw it (shadowed by the exact UDF on a registered
+-- connection, sql/python_macros.sql)
+CREATE OR REPLACE MACRO rms_stem(term) AS
+    coalesce((SELECT first(s.stem) FROM rms_lexical_stems AS s WHERE s.word = term), term);
+COMMENT ON MACRO rms_stem IS 'rms_stem(term): the stem of a lower-cased word as the index stores it (vocabulary lookup; the Snowball UDF once registered)';
+
+-- rms_query_terms: the distinct stems of a query's words, stop words left out
+CREATE OR REPLACE MACRO rms_query_terms(query) AS TABLE
+    SELECT DISTINCT rms_stem(term) AS term
+    FROM (SELECT unnest(rms_split_terms(query)) AS term)
+    WHERE term NOT IN (SELECT word FROM rms_stopwords);
+COMMENT ON MACRO TABLE rms_query_terms IS 'rms_query_terms(query): term, the distinct stems of its words without stop words';
 
 -- rms_padded_ngrams: helper of rms_char_ngrams over already normalised text
 CREATE OR REPLACE MACRO rms_padded_ngrams(t) AS
@@ -63,14 +85,48 @@ CREATE OR REPLACE MACRO rms_ranking_weights(weights, has_vector) AS (
 );
 COMMENT ON MACRO rms_ranking_weights IS 'rms_ranking_weights(weights, has_vector): checked composite weights (lexical, ngram, vector, salience; sum 1)';
 
--- rms_bm25: the LEXICAL path, Okapi BM25 over the indexed words of each node
-CREATE OR REPLACE MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
+-- rms_bm25_part: one term's Okapi BM25 contribution to one node
+CREATE OR REPLACE MACRO rms_bm25_part(tf, n_terms, df, n_docs, avgdl, k1, b) AS
+    ln(1 + (n_docs - df + 0.5) / (df + 0.5)) * tf * (k1 + 1)
+    / (tf + k1 * (1 - b + b * n_terms / avgdl));
+COMMENT ON MACRO rms_bm25_part IS 'rms_bm25_part(tf, n_terms, df, n_docs, avgdl, k1, b): one term''s BM25 score in one node (helper)';
+
+-- rms_bm25_terms: Okapi BM25 for a weighted list of index terms (stems), each part scaled
+-- by its term's weight; rms_bm25 and the feedback expansion both use it
+CREATE OR REPLACE MACRO rms_bm25_terms(terms, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
     WITH params AS (SELECT CAST(k1 AS DOUBLE) AS k1, CAST(b AS DOUBLE) AS b),
     q AS (
-        SELECT DISTINCT term
-        FROM (SELECT unnest(rms_split_terms(query)) AS term)
-        WHERE term NOT IN (SELECT word FROM rms_stopwords)
+        SELECT t.term AS term, max(t.weight) AS weight
+        FROM (SELECT unnest(CAST(terms AS STRUCT(term VARCHAR, weight DOUBLE)[])) AS t)
+        GROUP BY t.term
     ),
+    docs AS (
+        SELECT d.node_id, d.n_terms
+        FROM rms_lexical_docs AS d JOIN rms_nodes AS n ON n.id = d.node_id
+        WHERE (namespace IS NULL OR n.namespace_id = namespace)
+          AND rms_retrievable(n.lifecycle_state)
+    ),
+    stats AS (SELECT count(*) AS n_docs, avg(n_terms) AS avgdl FROM docs),
+    hits AS (
+        SELECT t.node_id, t.term, t.tf, docs.n_terms, q.weight
+        FROM rms_lexical_terms AS t JOIN docs USING (node_id) JOIN q USING (term)
+    ),
+    df AS (SELECT term, count(*) AS n FROM hits GROUP BY term),
+    parts AS (
+        SELECT h.node_id,
+               h.weight * rms_bm25_part(h.tf, h.n_terms, df.n, s.n_docs, s.avgdl, p.k1, p.b)
+                   AS part
+        FROM hits AS h JOIN df USING (term), stats AS s, params AS p
+    )
+    SELECT node_id, sum(part) AS bm25 FROM parts GROUP BY node_id;
+COMMENT ON MACRO TABLE rms_bm25_terms IS 'rms_bm25_terms(terms STRUCT(term, weight)[], namespace := NULL, k1 := 1.2, b := 0.75): node_id, weighted BM25 over index stems';
+
+-- rms_bm25: the LEXICAL path, Okapi BM25 over the stems of each node's words (the same
+-- sum as rms_bm25_terms with every weight 1; a macro of its own because DuckDB refuses a
+-- table macro nested in its own argument, which feedback would otherwise need)
+CREATE OR REPLACE MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
+    WITH params AS (SELECT CAST(k1 AS DOUBLE) AS k1, CAST(b AS DOUBLE) AS b),
+    q AS (SELECT term FROM rms_query_terms(query)),
     docs AS (
         SELECT d.node_id, d.n_terms
         FROM rms_lexical_docs AS d JOIN rms_nodes AS n ON n.id = d.node_id
@@ -83,15 +139,48 @@ CREATE OR REPLACE MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75)
         FROM rms_lexical_terms AS t JOIN docs USING (node_id) JOIN q USING (term)
     ),
     df AS (SELECT term, count(*) AS n FROM hits GROUP BY term),
-    terms AS (
+    parts AS (
         SELECT h.node_id,
-               ln(1 + (s.n_docs - df.n + 0.5) / (df.n + 0.5))
-               * h.tf * (p.k1 + 1)
-               / (h.tf + p.k1 * (1 - p.b + p.b * h.n_terms / s.avgdl)) AS part
+               rms_bm25_part(h.tf, h.n_terms, df.n, s.n_docs, s.avgdl, p.k1, p.b) AS part
         FROM hits AS h JOIN df USING (term), stats AS s, params AS p
     )
-    SELECT node_id, sum(part) AS bm25 FROM terms GROUP BY node_id;
-COMMENT ON MACRO TABLE rms_bm25 IS 'rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75): node_id, bm25 for nodes sharing a word with the query';
+    SELECT node_id, sum(part) AS bm25 FROM parts GROUP BY node_id;
+COMMENT ON MACRO TABLE rms_bm25 IS 'rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75): node_id, bm25 for nodes sharing a word stem with the query';
+
+-- rms_feedback_terms: pseudo-relevance feedback (RM3-style): the stems that weigh most in
+-- the top `docs` BM25 hits (term frequency in the hit x the hit's share of the score x
+-- rarity), the query's own stems left out; weights scaled so the first is 1
+CREATE OR REPLACE MACRO rms_feedback_terms(query, namespace := NULL, docs := 5, terms := 10) AS TABLE
+    WITH first AS (
+        SELECT node_id, bm25 FROM rms_bm25(query, namespace)
+        ORDER BY bm25 DESC, node_id LIMIT docs
+    ),
+    share AS (SELECT node_id, bm25 / sum(bm25) OVER () AS w FROM first),
+    scope AS (
+        SELECT d.node_id FROM rms_lexical_docs AS d JOIN rms_nodes AS n ON n.id = d.node_id
+        WHERE (namespace IS NULL OR n.namespace_id = namespace)
+          AND rms_retrievable(n.lifecycle_state)
+    ),
+    picked AS (
+        SELECT t.term, sum(s.w * t.tf / greatest(d.n_terms, 1)) AS mass
+        FROM share AS s JOIN rms_lexical_terms AS t USING (node_id)
+        JOIN rms_lexical_docs AS d USING (node_id)
+        WHERE t.term NOT IN (SELECT term FROM rms_query_terms(query))
+        GROUP BY t.term
+    ),
+    df AS (
+        SELECT t.term, count(*) AS n
+        FROM rms_lexical_terms AS t JOIN scope USING (node_id)
+        WHERE t.term IN (SELECT term FROM picked)
+        GROUP BY t.term
+    ),
+    weighted AS (
+        SELECT p.term, p.mass * ln(1 + (SELECT count(*) FROM scope) / df.n) AS w
+        FROM picked AS p JOIN df USING (term)
+    )
+    SELECT term, w / max(w) OVER () AS weight
+    FROM weighted ORDER BY w DESC, term LIMIT terms;
+COMMENT ON MACRO TABLE rms_feedback_terms IS 'rms_feedback_terms(query, namespace := NULL, docs := 5, terms := 10): term, weight: RM3-style expansion stems from the top BM25 hits';
 
 -- rms_ngram_similarity: the NGRAM path, cosine over the sets of character trigrams
 CREATE OR REPLACE MACRO rms_ngram_similarity(query, namespace := NULL) AS TABLE
@@ -140,17 +229,114 @@ CREATE OR REPLACE MACRO rms_pinned_and_tasks(namespace := NULL) AS TABLE
       AND (namespace IS NULL OR n.namespace_id = namespace);
 COMMENT ON MACRO TABLE rms_pinned_and_tasks IS 'rms_pinned_and_tasks(namespace := NULL): node_id, path (PINNED or ACTIVE_TASK)';
 
--- rms_candidate_scores: the merge, one row per node with its paths, signals and composite score
+-- rms_named_speakers: the namespace's speakers whose name (every word of it) the query uses
+CREATE OR REPLACE MACRO rms_named_speakers(query, namespace := NULL) AS TABLE
+    SELECT speaker
+    FROM (SELECT DISTINCT speaker FROM rms_nodes
+          WHERE speaker IS NOT NULL AND (namespace IS NULL OR namespace_id = namespace))
+    WHERE len(rms_split_terms(speaker)) > 0
+      AND list_has_all(rms_split_terms(query), rms_split_terms(speaker));
+COMMENT ON MACRO TABLE rms_named_speakers IS 'rms_named_speakers(query, namespace := NULL): speaker, each speaker the query names';
+
+-- rms_month_window: the month a query names ("in March 2024", "in May"), or NULL
+CREATE OR REPLACE MACRO rms_month_window(query) AS (
+    WITH m AS (
+        SELECT regexp_extract(lower(query),
+            '\b(january|february|march|april|may|june|july|august|september|october|november|december)\b(?:,?\s+(\d{4}))?',
+            ['month', 'year']) AS g
+    )
+    SELECT CASE WHEN g.month = '' THEN NULL
+                ELSE {'month': list_position(['january', 'february', 'march', 'april', 'may',
+                                              'june', 'july', 'august', 'september',
+                                              'october', 'november', 'december'], g.month),
+                      'year': TRY_CAST(nullif(g.year, '') AS INTEGER)} END
+    FROM m
+);
+COMMENT ON MACRO rms_month_window IS 'rms_month_window(query): STRUCT(month, year) the query names (year NULL when absent), else NULL';
+
+-- rms_specificity: per node, how many of its stems are rare in the namespace (document
+-- frequency <= rare_df), as a share of 3 capped at 1: turns that name things, not small talk
+CREATE OR REPLACE MACRO rms_specificity(namespace := NULL, rare_df := 2) AS TABLE
+    WITH scope AS (
+        SELECT t.node_id, t.term
+        FROM rms_lexical_terms AS t JOIN rms_nodes AS n ON n.id = t.node_id
+        WHERE (namespace IS NULL OR n.namespace_id = namespace)
+          AND rms_retrievable(n.lifecycle_state)
+    ),
+    df AS (SELECT term, count(*) AS n FROM scope GROUP BY term)
+    SELECT node_id, least(1.0, count(*) FILTER (WHERE df.n <= rare_df) / 3.0) AS specificity
+    FROM scope JOIN df USING (term) GROUP BY node_id;
+COMMENT ON MACRO TABLE rms_specificity IS 'rms_specificity(namespace := NULL, rare_df := 2): node_id, specificity in [0, 1] (share of 3 rare stems)';
+
+-- rms_ranking_cues: validated settings of the cues added to the composite score, defaults
+-- filled in (see docs: speaker, time, specificity boosts; session neighbours; feedback)
+CREATE OR REPLACE MACRO rms_ranking_cues(cues) AS (
+    WITH given AS (
+        SELECT CAST(coalesce(cues, {'speaker': NULL}) AS STRUCT(
+            speaker DOUBLE, "time" DOUBLE, specificity DOUBLE, neighbours INTEGER,
+            neighbour_decay DOUBLE, neighbour_seeds INTEGER, feedback_docs INTEGER,
+            feedback_terms INTEGER, feedback_weight DOUBLE)) AS c
+    ),
+    filled AS (
+        SELECT coalesce(c.speaker, 0.3) AS speaker, coalesce(c."time", 0.5) AS "time",
+               coalesce(c.specificity, 0.25) AS specificity,
+               coalesce(c.neighbours, 2) AS neighbours,
+               coalesce(c.neighbour_decay, 0.8) AS neighbour_decay,
+               coalesce(c.neighbour_seeds, 30) AS neighbour_seeds,
+               coalesce(c.feedback_docs, 5) AS feedback_docs,
+               coalesce(c.feedback_terms, 10) AS feedback_terms,
+               coalesce(c.feedback_weight, 0.5) AS feedback_weight
+        FROM given
+    )
+    SELECT CASE
+        WHEN least(speaker, "time", specificity, neighbour_decay, feedback_weight) < 0
+             OR greatest(speaker, "time", specificity, neighbour_decay, feedback_weight) > 1
+             OR least(neighbours, neighbour_seeds, feedback_docs, feedback_terms) < 0
+        THEN error('ranking cues out of range, got ' || CAST(to_json(filled) AS VARCHAR)
+                   || '; speaker, time, specificity, neighbour_decay, feedback_weight must be '
+                   || 'in [0, 1] and neighbours, neighbour_seeds, feedback_docs, '
+                   || 'feedback_terms whole numbers >= 0 (0 turns a cue off)')
+        ELSE filled END
+    FROM filled
+);
+COMMENT ON MACRO rms_ranking_cues IS 'rms_ranking_cues(cues): checked cue settings (speaker, time, specificity, neighbours, neighbour_decay, neighbour_seeds, feedback_docs, feedback_terms, feedback_weight)';
+
+-- rms_candidate_scores: the merge, one row per node with its paths, signals and score.
+-- The composite (lexical with feedback, ngram, vector, salience) is lifted by the cues:
+-- session neighbours of the best hits inherit a decayed share of their score; nodes whose
+-- speaker the query names, nodes in the month it names, and specific nodes get a boost;
+-- the sum is scaled back into [0, 1].
 CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
                                                   query_embedding := NULL, weights := NULL,
-                                                  ngram_min := 0.2) AS TABLE
+                                                  ngram_min := 0.2, cues := NULL,
+                                            stale_ok := false) AS TABLE
     WITH w AS (
-        SELECT rms_ranking_weights(weights, query_embedding IS NOT NULL) AS w
+        SELECT rms_ranking_weights(weights, query_embedding IS NOT NULL) AS w,
+               rms_ranking_cues(cues) AS c
+    ),
+    expansion AS (
+        SELECT node_id, bm25
+        FROM rms_bm25_terms((SELECT coalesce(list({'term': term, 'weight': weight}), [])
+                             FROM rms_feedback_terms(query, namespace,
+                                                     (SELECT c.feedback_docs FROM w),
+                                                     (SELECT c.feedback_terms FROM w))),
+                            namespace)
+        WHERE (SELECT c.feedback_docs FROM w) > 0 AND bm25 > 0
+    ),
+    lex0 AS (SELECT node_id, bm25 FROM rms_bm25(query, namespace) WHERE bm25 > 0),
+    lex_parts AS (
+        SELECT node_id, bm25 / max(bm25) OVER () AS s, 'LEXICAL' AS path FROM lex0
+        UNION ALL
+        SELECT node_id, (SELECT c.feedback_weight FROM w) * bm25 / max(bm25) OVER (),
+               'FEEDBACK' FROM expansion
     ),
     lex AS (
-        SELECT node_id, bm25 / max(bm25) OVER () AS signal,
-               row_number() OVER (ORDER BY bm25 DESC, node_id) AS rnk
-        FROM rms_bm25(query, namespace) WHERE bm25 > 0
+        SELECT node_id, least(1.0, sum(s)) AS signal,
+               -- FEEDBACK names the nodes only the expanded query found
+               CASE WHEN list_contains(list(path), 'LEXICAL') THEN 'LEXICAL'
+                    ELSE 'FEEDBACK' END AS via,
+               row_number() OVER (ORDER BY sum(s) DESC, node_id) AS rnk
+        FROM lex_parts GROUP BY node_id
     ),
     ngr AS (
         SELECT node_id, similarity AS signal,
@@ -162,38 +348,101 @@ CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
                row_number() OVER (ORDER BY similarity DESC, node_id) AS rnk
         FROM rms_vector_similarity(query_embedding, namespace)
     ),
+    named AS (
+        SELECT speaker FROM rms_named_speakers(query, namespace)
+        WHERE (SELECT c.speaker FROM w) > 0
+    ),
+    span AS (SELECT rms_month_window(query) AS m WHERE (SELECT c."time" FROM w) > 0),
+    cued AS (
+        SELECT n.id AS node_id,
+               coalesce(n.speaker IN (SELECT speaker FROM named), false) AS by_speaker,
+               coalesce(month(n.event_time) = span.m.month
+                        AND (span.m.year IS NULL OR year(n.event_time) = span.m.year),
+                        false) AS in_span
+        FROM rms_nodes AS n LEFT JOIN span ON true
+        WHERE (namespace IS NULL OR n.namespace_id = namespace)
+          AND rms_retrievable(n.lifecycle_state)
+          AND (n.speaker IN (SELECT speaker FROM named) OR span.m IS NOT NULL)
+    ),
     hits AS (
-        SELECT node_id, 'LEXICAL' AS path FROM lex WHERE rnk <= k
+        SELECT node_id, via AS path FROM lex WHERE rnk <= k
         UNION ALL
         SELECT node_id, 'NGRAM' AS path FROM ngr WHERE rnk <= k AND signal >= ngram_min
         UNION ALL
         SELECT node_id, 'VECTOR' AS path FROM vec WHERE rnk <= k AND signal > 0
         UNION ALL
+        SELECT node_id, 'SPEAKER' AS path FROM cued WHERE by_speaker
+        UNION ALL
+        SELECT node_id, 'TIME' AS path FROM cued WHERE in_span
+        UNION ALL
         SELECT node_id, path FROM rms_pinned_and_tasks(namespace)
     ),
-    merged AS (
-        SELECT node_id, list_sort(list_distinct(list(path))) AS paths FROM hits GROUP BY node_id
+    spec AS (
+        SELECT node_id, specificity
+        FROM rms_specificity(namespace) WHERE (SELECT c.specificity FROM w) > 0
     ),
-    scored AS (
-        SELECT m.node_id, m.paths, len(m.paths) AS path_count,
+    base AS (
+        SELECT h.node_id, n.session_id, n.session_position, n.namespace_id,
                coalesce(lex.signal, 0) AS lexical, coalesce(ngr.signal, 0) AS ngram,
                coalesce(vec.signal, 0) AS vector, n.salience,
                least(1.0, greatest(0.0,
                    struct_extract(w.w, 'lexical') * coalesce(lex.signal, 0)
                    + struct_extract(w.w, 'ngram') * coalesce(ngr.signal, 0)
                    + struct_extract(w.w, 'vector') * coalesce(vec.signal, 0)
-                   + struct_extract(w.w, 'salience') * n.salience)) AS score,
+                   + struct_extract(w.w, 'salience') * n.salience)) AS composite,
+               lex.node_id IS NOT NULL OR ngr.node_id IS NOT NULL
+                   OR vec.node_id IS NOT NULL AS matched
+        FROM (SELECT DISTINCT node_id FROM hits) AS h JOIN rms_nodes AS n ON n.id = h.node_id
+        LEFT JOIN lex USING (node_id) LEFT JOIN ngr USING (node_id)
+        LEFT JOIN vec USING (node_id), w
+    ),
+    seeds AS (
+        SELECT * FROM base WHERE matched AND session_id IS NOT NULL
+        ORDER BY composite DESC, node_id LIMIT (SELECT c.neighbour_seeds FROM w)
+    ),
+    near AS (
+        SELECT n.id AS node_id, max(s.composite) * (SELECT c.neighbour_decay FROM w) AS inherited
+        FROM seeds AS s JOIN rms_nodes AS n
+             ON n.session_id = s.session_id AND n.namespace_id IS NOT DISTINCT FROM s.namespace_id
+            AND n.id <> s.node_id
+            AND abs(n.session_position - s.session_position) <= (SELECT c.neighbours FROM w)
+        WHERE (SELECT c.neighbours FROM w) > 0 AND rms_retrievable(n.lifecycle_state)
+        GROUP BY n.id
+    ),
+    paths AS (
+        SELECT node_id, list_sort(list_distinct(list(path))) AS paths
+        FROM (SELECT node_id, path FROM hits
+              UNION ALL SELECT node_id, 'SESSION_CONTEXT' FROM near)
+        GROUP BY node_id
+    ),
+    scored AS (
+        SELECT p.node_id, p.paths,
+               -- every route counts, SESSION_CONTEXT and FEEDBACK too: the packer takes
+               -- path_count >= 2 first, and a neighbour or feedback hit left at 1 waited
+               -- behind every multi-path turn (76.5% -> 85.3% of conversation 1 at 4K)
+               len(p.paths) AS path_count,
+               coalesce(b.lexical, 0) AS lexical, coalesce(b.ngram, 0) AS ngram,
+               coalesce(b.vector, 0) AS vector, n.salience,
+               least(1.0, greatest(0.0,
+                   (greatest(coalesce(b.composite,
+                                      struct_extract(w.w, 'salience') * n.salience),
+                             coalesce(near.inherited, 0))
+                    + w.c.speaker * coalesce(cued.by_speaker, false)::INTEGER
+                    + w.c."time" * coalesce(cued.in_span, false)::INTEGER
+                    + w.c.specificity * coalesce(spec.specificity, 0))
+                   / (1 + w.c.speaker + w.c."time" + w.c.specificity))) AS score,
                n.created_at,
-               list_contains(m.paths, 'PINNED') OR list_contains(m.paths, 'ACTIVE_TASK') AS kept
-        FROM merged AS m JOIN rms_nodes AS n ON n.id = m.node_id
-        LEFT JOIN lex USING (node_id) LEFT JOIN ngr USING (node_id) LEFT JOIN vec USING (node_id),
-        w
+               list_contains(p.paths, 'PINNED') OR list_contains(p.paths, 'ACTIVE_TASK') AS kept
+        FROM paths AS p JOIN rms_nodes AS n ON n.id = p.node_id
+        LEFT JOIN base AS b USING (node_id) LEFT JOIN near USING (node_id)
+        LEFT JOIN cued USING (node_id) LEFT JOIN spec USING (node_id), w
     )
-    SELECT node_id, score, paths, path_count, lexical, ngram, vector, salience
+    SELECT node_id, score, paths, greatest(path_count, 1) AS path_count, lexical, ngram,
+           vector, salience
     FROM scored
     ORDER BY kept DESC, score DESC, created_at DESC, node_id
     LIMIT k;
-COMMENT ON MACRO TABLE rms_candidate_scores IS 'rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min): per node paths, signals and composite score';
+COMMENT ON MACRO TABLE rms_candidate_scores IS 'rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min, cues): per node paths, signals and score with the ranking cues';
 
 -- rms_lexical_index_status: whether the lexical index is current (else run refresh_index)
 CREATE OR REPLACE MACRO rms_lexical_index_status() AS TABLE
@@ -222,7 +471,8 @@ COMMENT ON MACRO TABLE rms_index_guard IS 'rms_index_guard(stale_ok := false): o
 -- rms_candidates: ranked candidates with exactly the columns pack_context() reads
 CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50,
                                             query_embedding := NULL, weights := NULL,
-                                            ngram_min := 0.2, stale_ok := false) AS TABLE
+                                            ngram_min := 0.2, cues := NULL,
+                                            stale_ok := false) AS TABLE
     SELECT CAST(n.id AS VARCHAR) AS id, s.score, n.content, n.type, s.paths,
            CAST(s.path_count AS INTEGER) AS path_count, n.salience, n.pinned, n.confidence,
            n.epistemic_type, n.source_type, n.lifecycle_state, n.namespace_id, n.event_time,
@@ -237,8 +487,8 @@ CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50,
            ), CAST([] AS VARCHAR[])) AS contradicts,
            n.session_id, n.session_position, n.condition_state, n.token_cost_estimate
     FROM rms_index_guard(stale_ok) AS g,
-         rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min) AS s
+         rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min, cues) AS s
     JOIN rms_nodes AS n ON n.id = s.node_id
     WHERE g.ok
     ORDER BY s.score DESC, n.created_at DESC, n.id;
-COMMENT ON MACRO TABLE rms_candidates IS 'rms_candidates(query, namespace := NULL, k := 50, query_embedding := NULL, weights := NULL, ngram_min := 0.2, stale_ok := false): ranked rows for pack_context(list(c), budget); an error when the lexical index is stale';
+COMMENT ON MACRO TABLE rms_candidates IS 'rms_candidates(query, namespace := NULL, k := 50, query_embedding := NULL, weights := NULL, ngram_min := 0.2, cues := NULL, stale_ok := false): ranked rows for pack_context(list(c), budget); an error when the lexical index is stale';

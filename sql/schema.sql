@@ -394,6 +394,21 @@ CREATE TABLE IF NOT EXISTS rms_stopwords (
     word  VARCHAR PRIMARY KEY
 );
 
+-- rms_lexical_config: the language of the lexical index (Snowball stemmer, 'none' for
+-- none) and the language rms_lexical_terms was built with (NULL: before stemming existed).
+-- Change it with rms_duck.duck.ranking.set_index_language(con, 'german').
+CREATE TABLE IF NOT EXISTS rms_lexical_config (
+    language          VARCHAR NOT NULL,
+    indexed_language  VARCHAR
+);
+
+-- rms_lexical_stems: every indexed word and its Snowball stem, so that plain DuckDB clients
+-- (without rms_duck's Python UDF) stem query words the way the index did
+CREATE TABLE IF NOT EXISTS rms_lexical_stems (
+    word  VARCHAR PRIMARY KEY,
+    stem  VARCHAR NOT NULL
+);
+
 -- rms_lexical_docs: one row per indexed node: its content digest and lengths (BM25 and n-grams)
 CREATE TABLE IF NOT EXISTS rms_lexical_docs (
     node_id      UUID NOT NULL,
@@ -437,6 +452,9 @@ SELECT unnest(string_split(
     'that,the,their,theirs,them,then,there,these,they,this,those,to,too,very,was,we,were,'
     'what,when,where,which,while,who,whom,why,will,with,would,you,your,yours', ','))
 WHERE NOT EXISTS (SELECT 1 FROM rms_stopwords);
+
+INSERT INTO rms_lexical_config (language, indexed_language)
+SELECT 'english', NULL WHERE NOT EXISTS (SELECT 1 FROM rms_lexical_config);
 
 INSERT INTO rms_schema_version (version)
 SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM rms_schema_version WHERE version = 1);

@@ -98,6 +98,13 @@ REPLIES = (
     "Oh really? How come?", "Sounds like a lot.", "Haha, classic.", "I'm so jealous.",
     "That's a relief.", "Hope it gets better soon.", "Good for you!", "Wait, seriously?",
 )
+# --specific-filler: small talk that names people, places and firms as often as the facts
+# do, so "turns with rare words are the facts" stops being true (a robustness check).
+SPECIFIC_TAILS = (
+    "{name} said the same thing about {city}.", "It reminded me of that time in {city}.",
+    "Anyway, {name} sends her regards.", "{name} from {company} told me about it first.",
+    "Apparently {name} has a theory: {phrase}.", "My cousin in {city} laughed at that.",
+)
 SLOTS = {
     "weekday": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
     "adj": ("exhausting", "strange", "quiet", "hectic", "grey", "lovely", "chaotic", "slow"),
@@ -399,7 +406,9 @@ def _fill(template: str, slots: dict[str, str]) -> str:
 class Builder:
     """One conversation, from one seed and shape."""
 
-    def __init__(self, seed: int, n_speakers: int, n_sessions: int) -> None:
+    def __init__(self, seed: int, n_speakers: int, n_sessions: int,
+                 specific_filler: bool = False) -> None:
+        self.specific_filler = specific_filler
         self.rng = random.Random(f"rms-duck-hard-{seed}")
         # One Faker per locale, each seeded, and the locale picked with our own generator:
         # a multi-locale Faker picks locales with the global `random`, which is not seeded.
@@ -543,6 +552,10 @@ class Builder:
         values.update(name=self.fake.first_name(), city=self.city(),
                       job=self.english.job().split(",")[0].lower())
         text = r.choice(FILLER).format(**values)
+        if self.specific_filler and r.random() < 0.8:
+            text += " " + r.choice(SPECIFIC_TAILS).format(
+                name=self.fake.first_name(), city=self.city(), company=self.fake.company(),
+                phrase=self.english.catch_phrase().lower())
         if r.random() < 0.25:
             text = r.choice(REPLIES) + " " + text
         return text
@@ -606,16 +619,18 @@ def _template_of(fact: Fact, key: str) -> str:
     return "{ago}" if ago in text or ago[0].upper() + ago[1:] in text else ""
 
 
-def render(shapes=SHAPES) -> str:
-    return "".join(json.dumps(Builder(*shape).build(), ensure_ascii=False) + "\n"
-                   for shape in shapes)
+def render(shapes=SHAPES, specific_filler: bool = False) -> str:
+    return "".join(json.dumps(Builder(*shape, specific_filler=specific_filler).build(),
+                              ensure_ascii=False) + "\n" for shape in shapes)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write here instead of standard output")
+    parser.add_argument("--specific-filler", action="store_true",
+                        help="small talk full of names and places too (robustness check)")
     args = parser.parse_args(argv)
-    text = render()
+    text = render(specific_filler=args.specific_filler)
     if args.out:
         with open(args.out, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)

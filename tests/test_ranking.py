@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 import rms_duck
-from rms_duck.duck.ranking import RankingWeights, parse_weights, refresh_index
+from rms_duck.duck.ranking import RankingCues, RankingWeights, parse_weights, refresh_index
 from rms_duck.duck.sqlfiles import read_sql
 from rms_duck.errors import ConfigError
 
@@ -91,7 +91,7 @@ def test_refresh_is_incremental(con):
     assert con.sql(status).fetchall() == [(0, 1, 1, 1)]
     assert refresh_index(con) == rms_duck.duck.ranking.IndexRefresh(indexed=2, dropped=2)
     terms = con.sql("SELECT term FROM rms_lexical_terms ORDER BY term").fetchall()
-    assert terms == [("delta",), ("epsilon",), ("gamma",), ("rays",)]
+    assert terms == [("delta",), ("epsilon",), ("gamma",), ("ray",)]  # stems
     assert refresh_index(con, full=True).indexed == 2
 
 
@@ -122,18 +122,21 @@ def test_merge_paths_counts_and_contradicts(con):
     assert all(0.0 <= s <= 1.0 for s in scores)
 
 
+OFF = RankingCues.off().as_struct()
+
+
 def test_composite_score_uses_the_weights(con):
     add(con, 1, "apple pie", salience=0.2)
     add(con, 2, "apple", salience=0.6)
     refresh_index(con)
     # Without a query embedding the vector weight is shared out: 0.45/0.8, 0.25/0.8, 0.1/0.8.
     rows = con.sql("SELECT CAST(node_id AS VARCHAR), score, lexical, ngram, salience "
-                   "FROM rms_candidate_scores('apple', 'ns')").fetchall()
+                   "FROM rms_candidate_scores('apple', 'ns', cues := ?)", params=[OFF]).fetchall()
     for _, score, lexical, ngram, salience in rows:
         assert score == pytest.approx((0.45 * lexical + 0.25 * ngram + 0.1 * salience) / 0.8)
     weights = {"lexical": 0.5, "ngram": 0.0, "vector": 0.0, "salience": 0.5}
     rows = con.sql("SELECT score, lexical, salience FROM rms_candidate_scores('apple', 'ns', "
-                   "weights := ?)", params=[weights]).fetchall()
+                   "weights := ?, cues := ?)", params=[weights, OFF]).fetchall()
     for score, lexical, salience in rows:
         assert score == pytest.approx(0.5 * lexical + 0.5 * salience)
 

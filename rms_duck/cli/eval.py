@@ -12,6 +12,7 @@ import sys
 
 from ..config import ORDERINGS, POLICIES, PackingConfig
 from ..duck.connection import connect
+from ..duck.ranking import RankingCues, parse_cues, set_index_language
 from ..errors import ConfigError
 from ..evaluation.loader import load_conversations
 from ..evaluation.report import ProgressBar, format_categories, format_summary, format_table
@@ -32,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="context format")
     parser.add_argument("--limit", type=int, help="evaluate only the first N questions")
     parser.add_argument("--k", type=int, default=1000, help="candidates ranked per question")
+    parser.add_argument("--cues", metavar="JSON",
+                        help="ranking cues, e.g. '{\"speaker\": 0, \"feedback_docs\": 0}' "
+                             "(missing: defaults; 0 turns one off; 'off' for none)")
+    parser.add_argument("--language", help="index language: a Snowball stemmer name such as "
+                                           "english or german, or none (default: english)")
     parser.add_argument("--db", default=":memory:", help="DuckDB file to store the turns in")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -46,11 +52,14 @@ def run(args: argparse.Namespace) -> int:
         orderings=_choices(args.orderings, "orderings", ORDERINGS),
         policies=_choices(args.policies, "policies", POLICIES),
         context_format=args.format, k=_positive(args.k, "k"), **tokenizer,
-        limit=None if args.limit is None else _positive(args.limit, "limit"))
+        limit=None if args.limit is None else _positive(args.limit, "limit"),
+        cues=_cues(args.cues))
     conversations = load_conversations(args.file)
     progress = None if args.quiet else ProgressBar("eval")
     con = connect(args.db)
     try:
+        if args.language:
+            set_index_language(con, args.language)
         result = run_eval(conversations, settings=settings, con=con, progress=progress)
     finally:
         con.close()
@@ -65,6 +74,19 @@ def run(args: argparse.Namespace) -> int:
             handle.write("\n")
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
+
+
+def _cues(text: str | None) -> RankingCues:
+    if text is None:
+        return RankingCues()
+    if text.strip().lower() == "off":
+        return RankingCues.off()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ConfigError(f"--cues must be a JSON object such as '{{\"speaker\": 0}}' or "
+                          f"'off', got {text!r}") from None
+    return parse_cues(value)
 
 
 def _names(text: str, option: str) -> list[str]:

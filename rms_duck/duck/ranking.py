@@ -12,8 +12,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from .sqlfiles import read_sql
+from .stemming import check_language, stopwords_for
 
 SIGNALS = ("lexical", "ngram", "vector", "salience")
 _TOLERANCE = 1e-9
@@ -71,6 +72,78 @@ def parse_weights(value: RankingWeights | dict[str, Any] | None) -> RankingWeigh
     return RankingWeights(**{name: value.get(name, 0.0) for name in SIGNALS})
 
 
+CUE_FRACTIONS = ("speaker", "time", "specificity", "neighbour_decay", "feedback_weight")
+CUE_COUNTS = ("neighbours", "neighbour_seeds", "feedback_docs", "feedback_terms")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankingCues:
+    """The cues rms_candidate_scores() adds to the composite score (docs/ranking.md).
+
+    speaker: boost for nodes whose speaker the query names; time: boost for nodes in the
+    month the query names; specificity: boost for nodes with rare words (not small talk);
+    neighbours: turns either side of each of the neighbour_seeds best hits, in the same
+    session, which inherit neighbour_decay x its score; feedback_docs/terms/weight:
+    RM3-style query expansion from the top BM25 hits. 0 turns a cue off.
+
+    >>> RankingCues(speaker=0.0).as_struct()["speaker"]
+    0.0
+    """
+
+    speaker: float = 0.3
+    time: float = 0.5
+    specificity: float = 0.25
+    neighbours: int = 2
+    neighbour_decay: float = 0.8
+    neighbour_seeds: int = 30
+    feedback_docs: int = 5
+    feedback_terms: int = 10
+    feedback_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in CUE_FRACTIONS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise ConfigError(f"ranking cue {name!r} must be a number in [0, 1] "
+                                  f"(0 turns it off), got {value!r}")
+        for name in CUE_COUNTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"ranking cue {name!r} must be a whole number >= 0 "
+                                  f"(0 turns it off), got {value!r}")
+
+    @classmethod
+    def off(cls) -> RankingCues:
+        """Every cue off: the composite score alone."""
+        return cls(speaker=0.0, time=0.0, specificity=0.0, neighbours=0, feedback_docs=0)
+
+    def as_struct(self) -> dict[str, float | int]:
+        """The value to pass as rms_candidates(..., cues := ?)."""
+        return asdict(self)
+
+
+def parse_cues(value: RankingCues | dict[str, Any] | None) -> RankingCues:
+    """RankingCues from None (defaults), an instance or a dict (missing fields: defaults).
+
+    Raises:
+        ConfigError: an unknown field or a value out of range.
+    """
+    if value is None:
+        return RankingCues()
+    if isinstance(value, RankingCues):
+        return value
+    known = CUE_FRACTIONS + CUE_COUNTS
+    if not isinstance(value, dict):
+        raise ConfigError(f"ranking cues must be a mapping of {', '.join(known)}, "
+                          f"got {value!r}")
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown ranking cue {unknown[0]!r}; known: {', '.join(known)}"
+                          f"{did_you_mean(unknown[0], known)}")
+    return RankingCues(**value)
+
+
 @dataclass(frozen=True, slots=True)
 class IndexRefresh:
     """What one refresh changed: nodes (re)indexed and index entries dropped."""
@@ -82,6 +155,10 @@ class IndexRefresh:
 def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
     """Bring the lexical index up to date with rms_nodes, in one transaction.
 
+    Incremental: only nodes added, edited or deleted since the last refresh are touched.
+    The whole index is rebuilt when `full` is set or when its language changed (an index
+    built before stemming existed is rebuilt once, with stems).
+
     Args:
         con: a connection prepared by rms_duck.connect() or rms_duck.register().
         full: drop the whole index first (after editing rms_stopwords, for example).
@@ -92,16 +169,50 @@ def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
     # On `con` itself: the ranking macros the refresh uses are TEMP, so a cursor lacks them.
     con.execute("BEGIN TRANSACTION")
     try:
-        if full:
-            for table in ("rms_lexical_docs", "rms_lexical_terms", "rms_lexical_ngrams"):
+        [(changed,)] = con.execute(
+            "SELECT count(*) FILTER (WHERE indexed_language IS DISTINCT FROM language) > 0 "
+            "FROM rms_lexical_config").fetchall()
+        if full or changed:
+            for table in ("rms_lexical_docs", "rms_lexical_terms", "rms_lexical_ngrams",
+                          "rms_lexical_stems"):
                 con.execute(f"DELETE FROM {table}")
         con.execute(read_sql("lexical_refresh.sql"))
         dropped = con.execute("SELECT count(*) FROM rms_refresh_stale").fetchall()[0][0]
         indexed = con.execute("SELECT count(*) FROM rms_refresh_new").fetchall()[0][0]
         con.execute("DROP TABLE rms_refresh_stale; DROP TABLE rms_refresh_new; "
-                    "DROP TABLE rms_refresh_words")
+                    "DROP TABLE rms_refresh_words; DROP TABLE rms_refresh_stems")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     return IndexRefresh(indexed=int(indexed), dropped=int(dropped))
+
+
+def set_index_language(con: Any, language: str, *,
+                       stopwords: list[str] | None = None) -> IndexRefresh:
+    """Index in another language: its Snowball stemmer and its stop words, then rebuild.
+
+    Args:
+        con: a connection prepared by rms_duck.connect() or rms_duck.register().
+        language: a Snowball stemmer name ('english', 'german', 'french', ...; see
+            rms_duck.duck.stemming.languages()), or 'none' to index words unstemmed.
+        stopwords: the words to skip; default: the list shipped for the language (English:
+            the schema's list; others: the `stop-words` package). They replace rms_stopwords.
+
+    Raises:
+        ConfigError: an unknown language, or no stop word list for it.
+    """
+    language = check_language(language)
+    words = stopwords_for(language) if stopwords is None else sorted(
+        {str(w).strip().lower() for w in stopwords if str(w).strip()})
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("UPDATE rms_lexical_config SET language = ?", [language])
+        con.execute("DELETE FROM rms_stopwords")
+        if words:
+            con.execute("INSERT INTO rms_stopwords SELECT unnest(?::VARCHAR[])", [words])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return refresh_index(con, full=True)

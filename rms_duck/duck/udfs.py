@@ -17,6 +17,7 @@ from ..packing.batches import pack_lists
 from ..packing.repack import repack
 from ..tokens.encodings import get_encoding, known_encodings
 from ..tokens.estimate import estimate_tokens
+from .stemming import stem_words
 from .types import BUNDLE_SQL_TYPE
 
 
@@ -82,6 +83,17 @@ def _estimate_spec(spec: str | None) -> tuple[float | None, str | None]:
     return None, spec
 
 
+def stem_udf(words: pa.ChunkedArray, languages: pa.ChunkedArray) -> pa.Array:
+    """The Snowball stem of each word, in the row's language ("none": the word itself)."""
+    values, names = words.to_pylist(), languages.to_pylist()
+    if len(set(names)) == 1:
+        return pa.array(stem_words(values, names[0] or "none") if values else [],
+                        type=pa.string())
+    return pa.array([stem_words([w], n or "none")[0] for w, n in zip(values, names,
+                                                                      strict=False)],
+                    type=pa.string())
+
+
 REPLAY_ARROW_TYPE = pa.struct([("context_sha256", pa.string()), ("error", pa.string())])
 
 
@@ -113,6 +125,7 @@ UDFS = (
     Udf("rms_pack_udf", pack_udf, ("rms_candidate[]", "BIGINT", "VARCHAR"), BUNDLE_SQL_TYPE),
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
+    Udf("rms_stem_udf", stem_udf, ("VARCHAR", "VARCHAR"), "VARCHAR"),
     Udf("rms_replay_udf", replay_udf, ("VARCHAR", "BIGINT", "VARCHAR", "BIGINT"),
         "STRUCT(context_sha256 VARCHAR, error VARCHAR)"),
 )

@@ -27,7 +27,13 @@ from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..config import ORDERINGS, POLICIES, PackingConfig
 from ..duck.connection import connect
-from ..duck.ranking import RankingWeights, parse_weights, refresh_index
+from ..duck.ranking import (
+    RankingCues,
+    RankingWeights,
+    parse_cues,
+    parse_weights,
+    refresh_index,
+)
 from ..formats import RecordView
 from ..packing.pipeline import pack_candidates
 from ..packing.represent import representation_text
@@ -37,7 +43,7 @@ from .loader import Conversation, Question
 
 BUDGETS = (2048, 4096, 8192)
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-_RANK_SQL = "SELECT * FROM rms_candidates(?, ?, ?, weights := ?, ngram_min := ?)"
+_RANK_SQL = "SELECT * FROM rms_candidates(?, ?, ?, weights := ?, ngram_min := ?, cues := ?)"
 _TURN_COLUMNS = ("id", "namespace_id", "content", "speaker", "event_time", "created_at",
                  "session_id", "session_position")
 _INSERT_SQL = (
@@ -65,6 +71,7 @@ class EvalSettings:
     ngram_min: float = 0.0
     limit: int | None = None
     weights: RankingWeights = field(default_factory=RankingWeights)
+    cues: RankingCues = field(default_factory=RankingCues)
 
     def configs(self) -> list[tuple[int, str, str]]:
         return [(b, o, p) for b in self.budgets for o in self.orderings for p in self.policies]
@@ -109,6 +116,7 @@ def run_eval(conversations: Sequence[Conversation], *, settings: EvalSettings | 
     """
     settings = settings or EvalSettings()
     weights = parse_weights(settings.weights).as_struct()
+    cues = parse_cues(settings.cues).as_struct()
     started = time.perf_counter()
     work = _select(conversations, settings.limit)
     own = con is None
@@ -125,7 +133,8 @@ def run_eval(conversations: Sequence[Conversation], *, settings: EvalSettings | 
             for question in questions:
                 t0 = time.perf_counter()
                 rows = con.sql(_RANK_SQL, params=[question.question, conv.conversation_id,
-                                                  settings.k, weights, settings.ngram_min]
+                                                  settings.k, weights, settings.ngram_min,
+                                                  cues]
                               ).to_arrow_table()
                 candidates = to_candidates(rows.to_pylist())
                 rank_seconds += time.perf_counter() - t0
