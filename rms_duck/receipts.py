@@ -215,8 +215,41 @@ def inputs_json(candidates: Sequence[Candidate]) -> str:
     the sorted row texts gives the same bytes as canonical_json of the sorted list of
     candidate_to_dict() rows.
     """
-    rows = sorted(input_row_json(c) for c in candidates)
+    rows = sorted(map(_remembered_row_json, candidates))
     return "[" + ",".join(rows) + "]"
+
+
+def _remembered_row_json(c: Candidate) -> str:
+    """input_row_json(c), remembered for recently stored candidates: agents store packs of
+    the same rows again and again. The key is the field values with their types, so values
+    that compare equal but print differently (1 and 1.0, True and 1) never share a text;
+    rows where equal values could still print differently (a datetime not in UTC, a signed
+    zero) are not remembered."""
+    values = _input_values(c)
+    if (c.score == 0.0 or c.salience == 0.0 or c.confidence == 0.0
+            or not _utc_or_none(c.event_time) or not _utc_or_none(c.valid_from)
+            or not _utc_or_none(c.valid_to)):
+        return input_row_json(c)
+    key = (values, tuple(map(type, values)))
+    try:
+        text = _ROW_TEXTS.get(key)
+    except TypeError:  # an unhashable value (a list passed in place of a tuple)
+        return input_row_json(c)
+    if text is None:
+        text = input_row_json(c)
+        if len(_ROW_TEXTS) >= _ROW_TEXTS_LIMIT:
+            for old in list(_ROW_TEXTS)[: _ROW_TEXTS_LIMIT // 10]:  # the oldest tenth
+                _ROW_TEXTS.pop(old, None)
+        _ROW_TEXTS[key] = text
+    return text
+
+
+def _utc_or_none(value: object) -> bool:
+    return value is None or getattr(value, "tzinfo", None) is UTC
+
+
+_ROW_TEXTS: dict[tuple, str] = {}
+_ROW_TEXTS_LIMIT = 65_536
 
 
 def input_row_json(c: Candidate) -> str:

@@ -155,3 +155,24 @@ def test_stored_input_rows_keep_negative_zero_and_enum_spellings():
     (c,) = to_candidates(rows)
     assert input_row_json(c) == canonical_json(candidate_to_dict(c))
     assert '"score":-0.0' in input_row_json(c)
+
+
+def test_remembered_input_rows_never_share_text_between_equal_values_that_print_apart():
+    """inputs_json remembers row texts by value; 1 == 1.0, -0.0 == 0.0 and one instant in
+    two zones compare equal but print differently, so each must still get its own text."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import candidate_to_dict, inputs_json
+
+    (base,) = to_candidates([{"id": "a", "score": 0.5, "content": "x",
+                              "event_time": datetime(2024, 1, 1, tzinfo=UTC)}])
+    zone = timezone(timedelta(hours=2))
+    variants = [base, replace(base, score=1.0), replace(base, score=1),
+                replace(base, salience=0.0), replace(base, salience=-0.0),
+                replace(base, session_position=1), replace(base, session_position=True),
+                replace(base, event_time=base.event_time.astimezone(zone))]
+    for _ in range(2):  # the second round reads what the first remembered
+        for c in variants:
+            assert inputs_json([c]) == canonical_json([candidate_to_dict(c)])
