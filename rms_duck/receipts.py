@@ -164,8 +164,19 @@ def candidates_json(trace: Sequence[tuple]) -> str:
     in sorted order, strings through json's own escaper, numbers as json prints them (a
     score is a finite float; an order_key a float, None or the head)."""
     rows = []
+    remembered = _DECISION_TEXTS
     for c, tier, key, tried, chosen, tokens, reason, position in trace:
-        rows.append(_ROW % (
+        score = c.score
+        # The row's text, remembered by everything it shows plus the types of the two
+        # floats (1 == 1.0 prints apart); a zero (-0.0 == 0.0 prints apart) is never remembered.
+        memo = (c.id, c.content, score, type(score), tier, key, type(key), tried, chosen,
+                tokens, reason, position)
+        if score and key != 0:
+            text = remembered.get(memo)
+            if text is not None:
+                rows.append(text)
+                continue
+        text = (_ROW % (
             "null" if chosen is None else f'"{chosen}"', _content_sha256(c.content),
             "excluded" if chosen is None else "included", c.epistemic_type.value,
             json_string(c.id),
@@ -174,7 +185,16 @@ def candidates_json(trace: Sequence[tuple]) -> str:
             "null" if reason is None else f'"{reason}"', _number(c.score),
             c.source_type.value, "null" if tier is None else int(tier), tokens,
             "[" + ",".join(f'"{level}"' for level in tried) + "]"))
+        rows.append(text)
+        if score and key != 0:
+            if len(remembered) >= _DIGESTS_LIMIT:
+                for old in list(remembered)[: _DIGESTS_LIMIT // 10]:  # the oldest tenth
+                    remembered.pop(old, None)
+            remembered[memo] = text
     return harden("[" + ",".join(rows) + "]")
+
+
+_DECISION_TEXTS: dict[tuple, str] = {}
 
 
 def _content_sha256(text: str) -> str:
