@@ -176,3 +176,30 @@ def test_remembered_input_rows_never_share_text_between_equal_values_that_print_
     for _ in range(2):  # the second round reads what the first remembered
         for c in variants:
             assert inputs_json([c]) == canonical_json([candidate_to_dict(c)])
+
+
+@given(st.one_of(st.integers(), st.text(), st.none(), st.booleans(), st.just([]),
+                 st.just(()), st.lists(st.integers(), max_size=2), st.floats(allow_nan=False)))
+def test_canonical_json_shortcuts_write_what_json_dumps_writes(value):
+    import json
+
+    from rms_duck.escape import canonical_json, harden
+
+    assert canonical_json(value) == harden(json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+
+
+@given(st.integers(0, 10**9), st.integers(1, 10**9), st.integers(0, 10**6))
+def test_metadata_line_shortcut_writes_what_json_compact_writes(used, budget, excluded):
+    from rms_duck.escape import json_compact
+    from rms_duck.formats.metadata import metadata_line
+
+    body = {"tokens_used": used, "context_budget": budget, "conflicts": [],
+            "excluded_count": excluded}
+    assert metadata_line(tokens_used=used, budget=budget, conflicts=[],
+                         excluded_count=excluded) == "[metadata] " + json_compact(body)
+    from rms_duck.formats.metadata import short_metadata_line
+
+    del body["conflicts"]
+    assert short_metadata_line(tokens_used=used, budget=budget, conflicts=[],
+                               excluded_count=excluded) == "[metadata] " + json_compact(body)

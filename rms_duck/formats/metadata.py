@@ -14,6 +14,11 @@ from ..escape import json_compact
 def metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
                   excluded_count: int) -> str:
     """The full line: every RFC key; conflicts as id pairs (or labels, as given)."""
+    if not conflicts and type(tokens_used) is int and type(budget) is int \
+            and type(excluded_count) is int:
+        # The common case written directly: json_compact(body) gives these bytes (the
+        # solver renders this line a few times per bundle).
+        return _NO_CONFLICTS % (tokens_used, budget, excluded_count)
     body = {
         "tokens_used": tokens_used,
         "context_budget": budget,
@@ -23,10 +28,19 @@ def metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
     return "[metadata] " + json_compact(body)
 
 
+_NO_CONFLICTS = ('[metadata] {"tokens_used":%d,"context_budget":%d,"conflicts":[],'
+                 '"excluded_count":%d}')
+_SHORT_NO_CONFLICTS = ('[metadata] {"tokens_used":%d,"context_budget":%d,'
+                       '"excluded_count":%d}')
+
+
 def short_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
                         excluded_count: int) -> str:
     """What a model reading the context needs: the counts, and conflict pair labels only
     when there are any (node ids stay in the bundle and the receipt)."""
+    if not conflicts and type(tokens_used) is int and type(budget) is int \
+            and type(excluded_count) is int:
+        return _SHORT_NO_CONFLICTS % (tokens_used, budget, excluded_count)
     body: dict[str, object] = {
         "tokens_used": tokens_used,
         "context_budget": budget,
