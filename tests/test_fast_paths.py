@@ -23,15 +23,17 @@ def _never_exit(values: list[int]) -> list[int]:
 
 @PROPERTY_SETTINGS
 @given(cases)
-def test_early_exit_decides_the_rest_as_trying_each_would(case):
+def test_early_exit_and_sure_miss_skip_decide_as_trying_each_would(case):
     rows, budget, config = case
     fast = pack_candidates(rows, budget=budget, config=config)
     original = pipeline._suffix_minima
     pipeline._suffix_minima = _never_exit
+    pipeline._SKIP_SURE_MISSES = False  # and try each sure miss one by one too
     try:
         slow = pack_candidates(rows, budget=budget, config=config)
     finally:
         pipeline._suffix_minima = original
+        pipeline._SKIP_SURE_MISSES = True
     assert fast.context == slow.context
     assert fast.receipt == slow.receipt
     assert fast.excluded == slow.excluded

@@ -149,14 +149,25 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
     sequence = (sorted(by_tier[Tier.EPISODE], key=_by_score)
                 + order_multipath(sel, by_tier[Tier.MULTI_PATH], sel.config.multipath_ordering)
                 + sorted(by_tier[Tier.REMAINING], key=_by_score))
-    least = _suffix_minima([sel.least_cost(c) for c in sequence])
+    floors = [sel.least_cost(c) for c in sequence]
+    least = _suffix_minima(floors)
     for i, c in enumerate(sequence):
-        if sel.remaining() < least[i]:
+        remaining = sel.remaining()
+        if remaining < least[i]:
             # Early exit: no candidate from here on can fit, so none is tried one by one.
             sel.exhaust(sequence[i:])
             break
+        if floors[i] > remaining and _SKIP_SURE_MISSES:
+            # This one cannot fit at any level: decide it now as trying it would (the
+            # early exit's rule for one candidate), without building its levels.
+            sel.exhaust((c,))
+            continue
         _attempt(sel, c)
     return overflow
+
+
+# tests/test_fast_paths.py turns this off to check the skip changes no byte.
+_SKIP_SURE_MISSES = True
 
 
 def _by_score(c: Candidate) -> tuple[float, str]:
