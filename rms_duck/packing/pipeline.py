@@ -151,18 +151,25 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
                 + sorted(by_tier[Tier.REMAINING], key=_by_score))
     floors = [sel.least_cost(c) for c in sequence]
     least = _suffix_minima(floors)
+    misses: list[Candidate] = []
     for i, c in enumerate(sequence):
         remaining = sel.remaining()
         if remaining < least[i]:
             # Early exit: no candidate from here on can fit, so none is tried one by one.
-            sel.exhaust(sequence[i:])
+            misses.extend(sequence[i:])
             break
         if floors[i] > remaining and _SKIP_SURE_MISSES:
-            # This one cannot fit at any level: decide it now as trying it would (the
-            # early exit's rule for one candidate), without building its levels.
-            sel.exhaust((c,))
+            # This one cannot fit at any level: decide it as trying it would (the early
+            # exit's rule), without building its levels. A run of such misses changes
+            # nothing, so the run is decided together before the next real attempt.
+            misses.append(c)
             continue
+        if misses:
+            sel.exhaust(misses)
+            misses = []
         _attempt(sel, c)
+    if misses:
+        sel.exhaust(misses)
     return overflow
 
 
