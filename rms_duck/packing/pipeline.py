@@ -396,10 +396,11 @@ def _trace(sel: Selector, assembly: Assembly, below: list[Candidate],
         if tried is None:
             tried = spelled[levels] = tuple(level.value for level in levels)
         if entry is None:
-            reason = exhausted if o.reason is None else o.reason.value
+            # _value_, not .value: the enum property costs a Python call per candidate.
+            reason = exhausted if o.reason is None else o.reason._value_
             rows.append((c, int(o.tier), o.order_key, tried, None, 0, reason, None))
         else:
-            rows.append((c, int(o.tier), o.order_key, tried, entry.level.value, entry.cost,
+            rows.append((c, int(o.tier), o.order_key, tried, entry.level._value_, entry.cost,
                          None, position[c.id]))
     rows += [(c, None, None, (), None, 0, Reason.BELOW_MIN_SCORE.value, None)
              for c in sorted(below, key=lambda c: c.id)]
