@@ -205,3 +205,13 @@ def test_metadata_line_shortcut_writes_what_json_compact_writes(used, budget, ex
     del body["conflicts"]
     assert short_metadata_line(tokens_used=used, budget=budget, conflicts=[],
                                excluded_count=excluded) == "[metadata] " + json_compact(body)
+
+
+def test_remembered_decision_rows_follow_every_field_a_row_shows():
+    """The receipt's candidate rows are remembered by what they show: the same id, text and
+    score with another source_type or epistemic_type must not reuse the first row's text."""
+    base = {"id": "a", "score": 0.5, "content": "the launch moved to June"}
+    for extra in ({}, {"source_type": "system_inferred"}, {"epistemic_type": "hypothetical"},
+                  {}):
+        bundle = pack_candidates([{**base, **extra}], budget=4096)
+        assert bundle.receipt == canonical_json(bundle.receipt_body)
