@@ -168,7 +168,8 @@ def candidates_json(trace: Sequence[tuple]) -> str:
     for c, tier, key, tried, chosen, tokens, reason, position in trace:
         score = c.score
         # The row's text, remembered by everything it shows (keep this key in step with
-        # _ROW's fields) plus the types of the two floats (1 == 1.0 prints apart); a zero (-0.0 == 0.0 prints apart) is never remembered.
+        # _ROW's fields) plus the types of the two floats (1 == 1.0 prints apart); a zero
+        # (-0.0 == 0.0 prints apart) is never remembered.
         memo = (c.id, c.content, score, type(score), c.epistemic_type, c.source_type, tier,
                 key, type(key), tried, chosen, tokens, reason, position)
         if score and key != 0:
