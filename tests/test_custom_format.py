@@ -70,3 +70,32 @@ def test_sql_pack_store_and_replay_with_a_registered_format():
     assert rms_duck.verify_receipts(con) == []
     replayed = rms_duck.replay(con, bundle.receipt_id)
     assert replayed.identical and replayed.same_decisions
+
+
+class SlashFormat(BaseFormat):
+    """Breaks the line rule on purpose: records start with "/" after lines ending in ":"."""
+
+    name = "slash_test"
+
+    def header(self, *, speakers: bool, citations: bool) -> str:
+        return "Stored memory follows:"
+
+    def record_line(self, view: RecordView) -> str:
+        return "/" + json_text(view.text) + ":"
+
+
+def test_o200k_joins_a_leading_slash_to_the_line_before():
+    count = rms_duck.count_tokens
+    assert count(":\n/0\n", "o200k_base") < count(":\n", "o200k_base") + count("/0\n", "o200k_base")
+
+
+@pytest.mark.parametrize("budget", [150, 220, 400])
+def test_a_format_without_line_additivity_still_never_overruns(budget):
+    register_format(SlashFormat())
+    try:
+        bundle = rms_duck.pack_candidates(ROWS, budget=budget, config={
+            "context_format": "slash_test", "encoding": "o200k_base", "overhead_tokens": 0})
+    finally:
+        FORMATS.pop(SlashFormat.name)
+    assert bundle.tokens_used == len(get_encoding("o200k_base").encode_ordinary(bundle.render()))
+    assert bundle.tokens_used <= budget

@@ -1,7 +1,8 @@
 """What a context format is: a header, section labels, one line per record, a metadata line.
 
-Every line starts with a non-space character and contains no line break, so a context's
-token count is exactly the sum of the counts of each `line + "\\n"` (see tokens.py).
+Every line starts with a non-space character other than "/" and contains no line break, so
+a context's token count is exactly the sum of the counts of each `line + "\\n"` (see
+tokens/counter.py).
 """
 
 from __future__ import annotations

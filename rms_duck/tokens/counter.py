@@ -1,11 +1,14 @@
 """Exact token counts (RFC Method 1) with a per-line cache.
 
 A context is a sequence of lines, each ending in "\\n", each starting with a non-space
-character and holding no line break. The pre-tokenizer of every tiktoken encoding then never
-lets a piece span a line boundary: a newline always ends the piece it is in, and a piece
-never starts with a newline joined to the next line's first character. So the context's
-count is exactly the sum of count(line + "\\n") over its lines (tests/test_encodings.py
-checks it per encoding with hypothesis; hf.py detects it per Hugging Face tokenizer). The
+character other than "/" and holding no line break. The pre-tokenizer of every tiktoken
+encoding then never lets a piece span a line boundary: a newline always ends the piece it is
+in, and a piece never starts with a newline joined to the next line's first character.
+(o200k's punctuation piece `[^\\s\\p{L}\\p{N}]+[\\r\\n/]*` would take a leading "/" of the
+next line along, hence that exception; no built-in format starts a line with "/".) So the
+context's count is exactly the sum of count(line + "\\n") over its lines
+(tests/test_encoding_properties.py checks it per encoding with hypothesis; hf.py detects it
+per Hugging Face tokenizer). The
 packer relies on that sum and still verifies the whole output once at the end, dropping
 records until the whole count fits, so a backend without it stays exact, only slower.
 
