@@ -100,10 +100,23 @@ def receipt_body(*, config: PackingConfig, encoding_sha256: str, budget: int, av
                  conflicts: Sequence[Sequence[str]], metrics: Mapping[str, float | None],
                  decisions: Sequence[Decision], guidance_shown: bool) -> dict[str, Any]:
     """The receipt of a finished pack, before storage adds the chain fields."""
+    body = _scalar_fields(config=config, encoding_sha256=encoding_sha256, budget=budget,
+                          available=available, tokens_used=tokens_used,
+                          context_sha256=context_sha256, flags=flags, conflicts=conflicts,
+                          metrics=metrics, guidance_shown=guidance_shown)
+    body["config"] = config.to_dict()
+    body["candidates"] = [decision_to_dict(d) for d in decisions]
+    return body
+
+
+def _scalar_fields(*, config: PackingConfig, encoding_sha256: str, budget: int,
+                   available: int, tokens_used: int, context_sha256: str,
+                   flags: Sequence[str], conflicts: Sequence[Sequence[str]],
+                   metrics: Mapping[str, float | None], guidance_shown: bool) -> dict[str, Any]:
+    """Every body field but config and candidates: the part both receipt paths share."""
     return {
         "receipt_version": RECEIPT_VERSION,
         "encoding": {"name": config.encoding, "sha256": encoding_sha256},
-        "config": config.to_dict(),
         "budget": budget,
         "available": available,
         "tokens_used": tokens_used,
@@ -112,7 +125,6 @@ def receipt_body(*, config: PackingConfig, encoding_sha256: str, budget: int, av
         "conflicts": [list(pair) for pair in conflicts],
         "guidance_shown": guidance_shown,
         "metrics": dict(metrics),
-        "candidates": [decision_to_dict(d) for d in decisions],
     }
 
 
@@ -125,19 +137,10 @@ def receipt_fragments(*, config: PackingConfig, encoding_sha256: str, budget: in
     canonical_json(receipt_body(...)) byte for byte, but the candidate rows are written
     straight from the frozen trace, in one pass, and storage adds the chain fields without
     serialising the candidates again."""
-    # receipt_body()'s fields (tests/test_fast_paths.py holds the two to the same bytes).
-    body = {
-        "receipt_version": RECEIPT_VERSION,
-        "encoding": {"name": config.encoding, "sha256": encoding_sha256},
-        "budget": budget,
-        "available": available,
-        "tokens_used": tokens_used,
-        "context_sha256": context_sha256,
-        "flags": list(flags),
-        "conflicts": [list(pair) for pair in conflicts],
-        "guidance_shown": guidance_shown,
-        "metrics": dict(metrics),
-    }
+    body = _scalar_fields(config=config, encoding_sha256=encoding_sha256, budget=budget,
+                          available=available, tokens_used=tokens_used,
+                          context_sha256=context_sha256, flags=flags, conflicts=conflicts,
+                          metrics=metrics, guidance_shown=guidance_shown)
     out = {key: canonical_json(value) for key, value in body.items()}
     out["config"] = _config_json(config)
     out["candidates"] = candidates_json(trace)

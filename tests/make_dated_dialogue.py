@@ -11,7 +11,6 @@ changes (tests/test_eval.py checks the shipped file).
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -19,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import jsonl_out  # noqa: E402  (the generators' shared --out handling)
 import make_eval_conversations as base  # noqa: E402  (the shared evidence and small talk)
 
 SESSIONS = 14
@@ -64,16 +64,8 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="write here instead of standard output")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.out:
-        with open(args.out, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    args = jsonl_out.parser(__doc__).parse_args(argv)
+    return jsonl_out.emit(render(), args.out)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,14 @@ conversations are longer than a 2K or 4K context. Run `python tests/make_eval_co
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
 from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import jsonl_out  # noqa: E402  (the generators' shared --out handling)
 
 SMALL_TALK = (
     "Honestly this week has been a blur of emails and half-finished to-do lists.",
@@ -207,16 +210,8 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="write here instead of standard output")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.out:
-        with open(args.out, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    args = jsonl_out.parser(__doc__).parse_args(argv)
+    return jsonl_out.emit(render(), args.out)
 
 
 if __name__ == "__main__":

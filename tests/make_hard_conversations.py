@@ -25,14 +25,17 @@ rebuild it. The output depends only on the seeds and the Faker version
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from faker import Faker
+
+sys.path.insert(0, str(Path(__file__).parent))
+import jsonl_out  # noqa: E402  (the generators' shared --out handling)
 
 FAKER_VERSION = "40.63.0"
 # (seed, speakers, sessions): several seeds and conversation shapes, so that no ranking
@@ -625,18 +628,11 @@ def render(shapes=SHAPES, specific_filler: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="write here instead of standard output")
+    parser = jsonl_out.parser(__doc__)
     parser.add_argument("--specific-filler", action="store_true",
                         help="small talk full of names and places too (robustness check)")
     args = parser.parse_args(argv)
-    text = render(specific_filler=args.specific_filler)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return jsonl_out.emit(render(specific_filler=args.specific_filler), args.out)
 
 
 if __name__ == "__main__":
