@@ -19,6 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--estimates", action="store_true",
                         help="Method 2 error per script on held-out CLDR and Faker text "
                              "(the docs/estimates.md table; needs babel and faker)")
+    parser.add_argument("--store-cost", type=int, metavar="N", default=None,
+                        help="per-pack store time at ~0 and at N stored receipts (flat: ~1)")
+    parser.add_argument("--db", default=None,
+                        help="--store-cost: a DuckDB file to fill (default: in memory)")
     parser.add_argument("--smoke", action="store_true", help="a fast, small run")
     parser.add_argument("--requests", type=int, default=None,
                         help="--rfc: simulated retrieval requests (default 10000; smoke 200)")
@@ -60,6 +64,7 @@ def _ints(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> int:
     # Imported lazily: each benchmark pulls in what only it needs.
     name = ("rfc" if args.rfc else "daskbench" if getattr(args, "dask", False)
-            else "estimates" if getattr(args, "estimates", False) else "perf")
+            else "estimates" if getattr(args, "estimates", False)
+            else "storecost" if getattr(args, "store_cost", None) else "perf")
     module = importlib.import_module(f"rms_duck.bench.{name}")
     return int(module.run(args) or 0)

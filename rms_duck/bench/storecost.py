@@ -1,11 +1,13 @@
-"""Per-pack store time with ~0 and with N stored receipts (adversarial review M6).
+"""`rms-duck bench --store-cost N`: per-pack store time with ~0 and with N stored receipts.
 
-Usage: python benchmarks/store_cost.py [N] [DB]   (default 10000, in memory)
-Fills N receipts (and 20 line costs each) by SQL, then times 40 packs before and after and
-prints the ratio; with a flat store cost it stays near 1. Not a test: no time is asserted.
+Fills N receipts (and 20 line costs each) by SQL, then times 40 stored packs before and
+after and prints the ratio; with a flat store cost it stays near 1. Not a test: no time is
+asserted.
 """
 
-import sys
+from __future__ import annotations
+
+import argparse
 import time
 
 import pyarrow as pa
@@ -13,9 +15,9 @@ import pyarrow as pa
 import rms_duck
 
 
-def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    con = rms_duck.connect(sys.argv[2] if len(sys.argv) > 2 else ":memory:")
+def run(args: argparse.Namespace) -> int:
+    n = args.store_cost
+    con = rms_duck.connect(args.db or ":memory:")
 
     def packs(tag: str, count: int = 40) -> float:
         start = time.perf_counter()
@@ -38,7 +40,4 @@ def main() -> None:
     after = packs("b")
     print(f"per-pack store: {before:.1f} ms at ~0 receipts, {after:.1f} ms at {n} receipts "
           f"(ratio {after / before:.2f})")
-
-
-if __name__ == "__main__":
-    main()
+    return 0
