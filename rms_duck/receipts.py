@@ -191,14 +191,20 @@ def candidates_json(trace: Sequence[tuple]) -> str:
             "[" + ",".join(f'"{level}"' for level in tried) + "]"))
         rows.append(text)
         if score and key != 0:
-            if len(remembered) >= _DIGESTS_LIMIT:
-                for old in list(remembered)[: _DIGESTS_LIMIT // 10]:  # the oldest tenth
-                    remembered.pop(old, None)
-            remembered[memo] = text
+            _remember(remembered, memo, text, _DIGESTS_LIMIT)
     return harden("[" + ",".join(rows) + "]")
 
 
 _DECISION_TEXTS: dict[tuple, str] = {}
+
+
+def _remember(memo: dict, key: object, value: str, limit: int) -> None:
+    """memo[key] = value, first dropping the oldest tenth when the memo holds `limit` entries
+    (dicts keep insertion order), so a long-running process keeps it bounded."""
+    if len(memo) >= limit:
+        for old in list(memo)[: limit // 10]:
+            memo.pop(old, None)
+    memo[key] = value
 
 
 def _content_sha256(text: str) -> str:
@@ -206,10 +212,7 @@ def _content_sha256(text: str) -> str:
     digest = _DIGESTS.get(text)
     if digest is None:
         digest = sha256_text(text)
-        if len(_DIGESTS) >= _DIGESTS_LIMIT:
-            for key in list(_DIGESTS)[: _DIGESTS_LIMIT // 10]:  # the oldest tenth
-                _DIGESTS.pop(key, None)
-        _DIGESTS[text] = digest
+        _remember(_DIGESTS, text, digest, _DIGESTS_LIMIT)
     return digest
 
 
@@ -261,10 +264,7 @@ def _remembered_row_json(c: Candidate) -> str:
         return input_row_json(c)
     if text is None:
         text = input_row_json(c)
-        if len(_ROW_TEXTS) >= _ROW_TEXTS_LIMIT:
-            for old in list(_ROW_TEXTS)[: _ROW_TEXTS_LIMIT // 10]:  # the oldest tenth
-                _ROW_TEXTS.pop(old, None)
-        _ROW_TEXTS[key] = text
+        _remember(_ROW_TEXTS, key, text, _ROW_TEXTS_LIMIT)
     return text
 
 

@@ -50,12 +50,7 @@ def build(conv: dict, index: int) -> dict:
                 ids[key] = turn_id
             turns.append({"id": turn_id, "session": f"S{s}", "time": stamp,
                           "speaker": speaker, "text": text})
-    questions = [
-        {"id": f"{conv['conversation_id']}-q{q}", "question": question, "answer": answer,
-         "category": category, "evidence": [ids[key] for key in evidence]}
-        for q, (question, answer, category, evidence) in enumerate(conv["questions"], start=1)
-    ]
-    return {"conversation_id": conv["conversation_id"], "turns": turns, "questions": questions}
+    return base.conversation_record(conv, turns, ids)
 
 
 def render() -> str:

@@ -196,6 +196,11 @@ def build(conv: dict, index: int) -> dict:
             turns.append({"id": turn_id, "session": f"S{s}",
                           "time": (when + timedelta(minutes=2 * t)).isoformat() + "Z",
                           "speaker": speaker, "text": text})
+    return conversation_record(conv, turns, ids)
+
+
+def conversation_record(conv: dict, turns: list[dict], ids: dict) -> dict:
+    """The JSONL record: the turns as given, each question's evidence keys mapped to turn ids."""
     questions = [
         {"id": f"{conv['conversation_id']}-q{q}", "question": question, "answer": answer,
          "category": category, "evidence": [ids[key] for key in evidence]}
