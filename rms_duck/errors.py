@@ -39,6 +39,10 @@ class StoredObjectError(RmsError):
     like one of its UDFs) and the connection is read-only, so it cannot be removed."""
 
 
+class DatabaseInUseError(RmsError, OSError):
+    """Another process holds the database file open for writing, so it cannot be opened."""
+
+
 class QueryLimitError(QueryRejectedError):
     """A ranking query ran past its timeout or returned more than max_rows rows."""
 

@@ -1,9 +1,12 @@
-"""Adversarial review L2, L3, L5, L6: clear errors for deep nesting, budgets out of range and
-a full disk; a connection shared across threads works."""
+"""Adversarial review L2, L3, L4, L5, L6, L9, L10: clear errors for deep nesting, budgets out of
+range, a full disk and a file another process holds; a budget within the overhead packs
+nothing, as documented; bidirectional controls stay inside their JSON string; a connection
+shared across threads works."""
 
 from __future__ import annotations
 
 import collections
+import json
 import subprocess
 import sys
 import textwrap
@@ -13,7 +16,8 @@ import pyarrow as pa
 import pytest
 
 import rms_duck
-from rms_duck.errors import CandidateError, ConfigError
+from rms_duck.cli import main
+from rms_duck.errors import CandidateError, ConfigError, DatabaseInUseError
 
 DEEP = "[" * 5000 + "]" * 5000
 ROW = {"id": "a", "score": 0.5, "content": "x"}
@@ -107,3 +111,45 @@ def test_a_connection_shared_across_threads_works():
     assert seen == {"ok": 30}
     assert rms_duck.verify_receipts(con) == []
     assert con.execute("SELECT count(*), max(seq) FROM rms_receipts").fetchone() == (30, 30)
+
+
+def test_a_database_another_process_holds_is_a_clear_error(tmp_path, capsys):
+    path = tmp_path / "held.duckdb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, rms_duck
+            con = rms_duck.connect({str(path)!r})
+            print("open", flush=True)
+            sys.stdin.read()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(DatabaseInUseError, match="close that process's connection"):
+            rms_duck.connect(str(path))
+        assert main(["demo", "--db", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("Error: cannot open database") and "Traceback" not in err
+        assert f"PID {holder.pid}" in err
+    finally:
+        holder.communicate("")
+    rms_duck.connect(str(path)).close()  # free again once the holder has gone
+
+
+@pytest.mark.parametrize("budget", [1, 50, 100])
+def test_a_budget_within_the_overhead_packs_nothing(budget):
+    # docs/packing.md: tokens_used <= max(0, budget - overhead_tokens); available may be < 0.
+    bundle = rms_duck.pack_candidates([ROW, dict(ROW, id="b")], budget=budget)
+    assert bundle.available == budget - 100 and bundle.context == ""
+    assert bundle.tokens_used == 0 and not bundle.included
+    assert {r.reason.name for r in bundle.excluded} == {"BUDGET_EXHAUSTED"}
+    assert "BUDGET_ERROR" not in bundle.flags
+
+
+def test_bidirectional_controls_stay_inside_their_json_string():
+    # Adversarial review L9: they reach the context raw (docs/formats.md says why), but a
+    # record line stays one line whose JSON string holds every character given.
+    text = "\u202eevil\u202c ok \u2066x\u2069 \u200f"
+    bundle = rms_duck.pack_candidates([dict(ROW, content=text)], budget=300)
+    lines = [line for line in bundle.context.splitlines() if "\u202e" in line]
+    assert len(lines) == 1
+    assert json.dumps(text, ensure_ascii=False) in lines[0]

@@ -20,9 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Method 2 error per script on held-out CLDR and Faker text "
                              "(the docs/estimates.md table; needs babel and faker)")
     parser.add_argument("--store-cost", type=int, metavar="N", default=None,
-                        help="per-pack store time at ~0 and at N stored receipts (flat: ~1)")
+                        help="paired per-pack store time with 0 and with N stored receipts "
+                             "(flat: ~1)")
     parser.add_argument("--db", default=None,
-                        help="--store-cost: a DuckDB file to fill (default: in memory)")
+                        help="--store-cost: a DuckDB file to fill (default: two in-memory "
+                             "databases)")
     parser.add_argument("--smoke", action="store_true", help="a fast, small run")
     parser.add_argument("--requests", type=int, default=None,
                         help="--rfc: simulated retrieval requests (default 10000; smoke 200)")

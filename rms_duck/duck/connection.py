@@ -7,7 +7,7 @@ import warnings
 
 import duckdb
 
-from ..errors import RmsWarning, StoredObjectError
+from ..errors import DatabaseInUseError, RmsWarning, StoredObjectError
 from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
 from .shipped import object_problems, restore_objects
@@ -17,10 +17,25 @@ from .udfs import UDFS
 
 __all__ = ["connect", "cursor", "register"]
 
+IN_MEMORY_CHECKPOINT = "1TB"
+
 
 def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection in UTC with the rms schema, UDFs and macros ready."""
-    con = duckdb.connect(database, read_only=read_only)
+    try:
+        con = duckdb.connect(database, read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" not in str(exc).lower():
+            raise
+        # DuckDB's message names the holder's process; one writer per file is DuckDB's rule.
+        raise DatabaseInUseError(
+            f"cannot open database {database!r}: {str(exc).splitlines()[0]}; close that "
+            "process's connection first, or open a copy of the file") from None
+    if database == "" or database.startswith(":memory:"):
+        # An in-memory database checkpoints (rewrites its newest row groups) on every commit
+        # once 16 MiB of changes accumulate, so storing a receipt would cost more with each
+        # one stored. Checkpoints there only reclaim deleted rows: run CHECKPOINT for that.
+        con.execute(f"SET checkpoint_threshold = '{IN_MEMORY_CHECKPOINT}'")
     if not (sys.stdout and sys.stdout.isatty()):
         # DuckDB's own bar would land in logs and pipes; a terminal keeps it.
         con.execute("SET enable_progress_bar = false")

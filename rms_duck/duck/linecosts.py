@@ -75,17 +75,27 @@ def _stored_costs(con, digests: list[str], key: str) -> dict[str, int]:
     cur = con.cursor()
     try:
         for start in range(0, len(digests), _LOOKUP_BATCH):
-            batch = digests[start:start + _LOOKUP_BATCH]
-            # Literal hex digests (made here, never caller text) let DuckDB use the index.
-            listed = ", ".join(f"'{digest}'" for digest in batch if _HEX.fullmatch(digest))
-            if not listed:
-                continue
-            out.update(cur.execute(
-                f"SELECT line_sha256, n_tokens FROM rms_line_costs WHERE line_sha256 IN ({listed}) "
-                "AND encoding = ?", [key]).fetchall())
+            sql = lookup_sql(digests[start:start + _LOOKUP_BATCH])
+            if sql:
+                rows = cur.execute(sql).fetchall()
+                out.update((digest, n) for digest, encoding, n in rows if encoding == key)
     finally:
         cur.close()
     return out
+
+
+def lookup_sql(digests: Sequence[str]) -> str | None:
+    """The SELECT that finds stored costs for these line digests (any encoding), or None.
+
+    Literal hex digests (made here, never caller text) and no other predicate: DuckDB then
+    probes the line_sha256 index; with `AND encoding = ?` it scans the whole table, so a
+    pack's lookups would cost more with every line ever stored. Callers compare encodings.
+    """
+    listed = ", ".join(f"'{digest}'" for digest in digests if _HEX.fullmatch(digest))
+    if not listed:
+        return None
+    return ("SELECT line_sha256, encoding, n_tokens FROM rms_line_costs "
+            f"WHERE line_sha256 IN ({listed})")
 
 
 def store_line_costs(con, costs: Mapping[str, int], *, encoding: str = DEFAULT_ENCODING) -> int:
