@@ -410,8 +410,9 @@ class Builder:
     """One conversation, from one seed and shape."""
 
     def __init__(self, seed: int, n_speakers: int, n_sessions: int,
-                 specific_filler: bool = False) -> None:
+                 specific_filler: bool = False, session_times: bool = False) -> None:
         self.specific_filler = specific_filler
+        self.session_times = session_times
         self.rng = random.Random(f"rms-duck-hard-{seed}")
         # One Faker per locale, each seeded, and the locale picked with our own generator:
         # a multi-locale Faker picks locales with the global `random`, which is not seeded.
@@ -538,8 +539,9 @@ class Builder:
                     when += timedelta(minutes=r.randrange(1, 4))
                     position += 1
                     turn_id = f"S{number + 1}:{position}"
+                    stamp = self.dates[number] if self.session_times else when
                     turns.append({"id": turn_id, "session": f"S{number + 1}",
-                                  "time": when.isoformat() + "Z", "speaker": speaker,
+                                  "time": stamp.isoformat() + "Z", "speaker": speaker,
                                   "text": text})
                     if fact is not None:
                         fact.texts[key] = text
@@ -622,8 +624,9 @@ def _template_of(fact: Fact, key: str) -> str:
     return "{ago}" if ago in text or ago[0].upper() + ago[1:] in text else ""
 
 
-def render(shapes=SHAPES, specific_filler: bool = False) -> str:
-    return "".join(json.dumps(Builder(*shape, specific_filler=specific_filler).build(),
+def render(shapes=SHAPES, specific_filler: bool = False, session_times: bool = False) -> str:
+    return "".join(json.dumps(Builder(*shape, specific_filler=specific_filler,
+                                      session_times=session_times).build(),
                               ensure_ascii=False) + "\n" for shape in shapes)
 
 
@@ -631,8 +634,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = jsonl_out.parser(__doc__)
     parser.add_argument("--specific-filler", action="store_true",
                         help="small talk full of names and places too (robustness check)")
+    parser.add_argument("--session-times", action="store_true",
+                        help="every turn carries its session's start time, as real chat "
+                             "logs do (the framing measurement)")
     args = parser.parse_args(argv)
-    return jsonl_out.emit(render(specific_filler=args.specific_filler), args.out)
+    return jsonl_out.emit(render(specific_filler=args.specific_filler,
+                                 session_times=args.session_times), args.out)
 
 
 if __name__ == "__main__":

@@ -95,3 +95,17 @@ def test_the_lookup_still_keeps_only_the_packs_encoding():
     assert load_line_costs(con, ["a line"], encoding="o200k_base") == {"a line": 7}
     assert load_line_costs(con, ["a line"], encoding="cl100k_base") == {"a line": 9}
     assert lookup_sql(["not a digest"]) is None
+
+
+def test_the_store_cost_bench_fills_through_the_real_store_path(tmp_path, capsys):
+    from rms_duck.cli import main
+
+    path = str(tmp_path / "full.duckdb")
+    assert main(["bench", "--store-cost", "20", "--db", path]) == 0
+    out = capsys.readouterr().out
+    assert "filled 20 receipts and 400 line costs" in out and "paired ratio" in out
+    con = rms_duck.connect(path, read_only=True)
+    # 20 filler receipts on their own chain, then the warm-up and timed packs: all verified.
+    assert con.execute("SELECT count(*) FROM rms_receipts WHERE chain_namespace = 'filler'"
+                       ).fetchone() == (20,)
+    assert rms_duck.verify_receipts(con) == []
