@@ -32,9 +32,9 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
             f"cannot open database {database!r}: {str(exc).splitlines()[0]}; close that "
             "process's connection first, or open a copy of the file") from None
     if database == "" or database.startswith(":memory:"):
-        # An in-memory database checkpoints (rewrites its newest row groups) on every commit
-        # once 16 MiB of changes accumulate, so storing a receipt would cost more with each
-        # one stored. Checkpoints there only reclaim deleted rows: run CHECKPOINT for that.
+        # In memory, DuckDB checkpoints again and again once 16 MiB of commits accumulate,
+        # rewriting the changed tables each time, so each stored receipt would cost more
+        # than the last. There a checkpoint only reclaims deleted rows: run CHECKPOINT.
         con.execute(f"SET checkpoint_threshold = '{IN_MEMORY_CHECKPOINT}'")
     if not (sys.stdout and sys.stdout.isatty()):
         # DuckDB's own bar would land in logs and pipes; a terminal keeps it.
