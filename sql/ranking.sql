@@ -417,10 +417,17 @@ CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
     ),
     scored AS (
         SELECT p.node_id, p.paths,
-               -- every route counts, SESSION_CONTEXT and FEEDBACK too: the packer takes
-               -- path_count >= 2 first, and a neighbour or feedback hit left at 1 waited
-               -- behind every multi-path turn (76.5% -> 85.3% of conversation 1 at 4K)
-               len(p.paths) AS path_count,
+               -- Independent retrievers: the words (LEXICAL, with its FEEDBACK and NGRAM
+               -- variants) and the user's VECTOR, plus PINNED/ACTIVE_TASK. The packer takes
+               -- path_count >= 2 first; the score already fuses every signal, so counting
+               -- variants of one retriever, the SPEAKER and TIME cues or SESSION_CONTEXT
+               -- (a share of a hit's score) put weak candidates ahead of strong ones (hard
+               -- set, all evidence packed at 2K/4K: 78.4/86.9% with every path counted,
+               -- 87.0/96.9% with retrievers; docs/ranking.md).
+               len(list_distinct(list_transform(
+                   list_filter(p.paths, lambda x: x NOT IN ('SPEAKER', 'TIME', 'SESSION_CONTEXT')),
+                   lambda x: CASE WHEN x IN ('LEXICAL', 'FEEDBACK', 'NGRAM') THEN 'LEXICAL'
+                                  ELSE x END))) AS path_count,
                coalesce(b.lexical, 0) AS lexical, coalesce(b.ngram, 0) AS ngram,
                coalesce(b.vector, 0) AS vector, n.salience,
                least(1.0, greatest(0.0,

@@ -110,10 +110,11 @@ def test_merge_paths_counts_and_contradicts(con):
         "SELECT id, paths, path_count, contradicts, score FROM rms_candidates("
         "'budget meeting', 'ns', 10, query_embedding := [0.6, 0.8])").fetchall()
     got = {row[0]: row[1:4] for row in rows}
+    # path_count counts retrievers: the words (LEXICAL and its NGRAM variant) are one.
     assert got == {
-        nid(1): (["LEXICAL", "NGRAM"], 2, [nid(7)]),
-        nid(7): (["LEXICAL", "NGRAM"], 2, [nid(1)]),
-        nid(3): (["ACTIVE_TASK", "LEXICAL", "NGRAM"], 3, []),
+        nid(1): (["LEXICAL", "NGRAM"], 1, [nid(7)]),
+        nid(7): (["LEXICAL", "NGRAM"], 1, [nid(1)]),
+        nid(3): (["ACTIVE_TASK", "LEXICAL", "NGRAM"], 2, []),
         nid(2): (["PINNED"], 1, []),
         nid(6): (["VECTOR"], 1, []),
     }

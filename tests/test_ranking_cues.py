@@ -140,6 +140,26 @@ def test_month_window_is_a_path(chat):
     assert {k for k, paths in rows.items() if "TIME" in paths} == {nid(6), nid(7)}
 
 
+def test_path_count_counts_independent_retrievers_only(chat):
+    # The packer takes path_count >= 2 first, and the score already fuses every signal. So
+    # only independent retrievers count: the words (LEXICAL, FEEDBACK and NGRAM are one) and
+    # the user's VECTOR. SPEAKER and TIME mark every turn of a named speaker or month, and
+    # SESSION_CONTEXT passes on a share of a hit's score; they stay in `paths`.
+    cues = {**OFF, "speaker": 0.3, "time": 0.5, "neighbours": 2, "neighbour_seeds": 3}
+    rows = {r[0]: (r[1], r[2]) for r in chat.sql(
+        "SELECT CAST(node_id AS VARCHAR), paths, path_count FROM rms_candidate_scores("
+        "'What did Ana say about the greyhound in March?', 'ns', 50, cues := ?)",
+        params=[cues]).fetchall()}
+    assert rows[nid(1)] == (["LEXICAL", "NGRAM", "SPEAKER", "TIME"], 1)
+    assert rows[nid(3)] == (["SESSION_CONTEXT", "SPEAKER", "TIME"], 1)
+    # Found by the words and by the user's own vector: two retrievers.
+    chat.execute("UPDATE rms_nodes SET embedding = [1.0, 0.0, 0.0] WHERE id = ?", [nid(1)])
+    row = chat.sql("SELECT paths, path_count FROM rms_candidate_scores('greyhound', 'ns', 50, "
+                   "query_embedding := [1.0, 0.0, 0.0], cues := ?) WHERE node_id = ?",
+                   params=[OFF, nid(1)]).fetchall()
+    assert row == [(["LEXICAL", "NGRAM", "VECTOR"], 2)]
+
+
 def test_session_neighbours_inherit_a_share_of_the_score(chat):
     cues = {**OFF, "neighbours": 2, "neighbour_seeds": 1, "neighbour_decay": 0.5}
     rows = chat.sql("SELECT CAST(node_id AS VARCHAR), score, paths FROM rms_candidate_scores("
