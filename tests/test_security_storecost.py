@@ -109,3 +109,8 @@ def test_the_store_cost_bench_fills_through_the_real_store_path(tmp_path, capsys
     assert con.execute("SELECT count(*) FROM rms_receipts WHERE chain_namespace = 'filler'"
                        ).fetchone() == (20,)
     assert rms_duck.verify_receipts(con) == []
+
+
+def test_connect_still_takes_a_path_object(tmp_path):
+    con = rms_duck.connect(tmp_path / "p.duckdb")  # a pathlib.Path, as duckdb.connect takes
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchone() == (0,)

@@ -31,7 +31,7 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
         raise DatabaseInUseError(
             f"cannot open database {database!r}: {str(exc).splitlines()[0]}; close that "
             "process's connection first, or open a copy of the file") from None
-    if database == "" or database.startswith(":memory:"):
+    if str(database) == "" or str(database).startswith(":memory:"):
         # In memory, DuckDB checkpoints again and again once 16 MiB of commits accumulate,
         # rewriting the changed tables each time, so each stored receipt would cost more
         # than the last. There a checkpoint only reclaims deleted rows: run CHECKPOINT.
