@@ -20,6 +20,12 @@ SIGNALS = ("lexical", "ngram", "vector", "salience")
 _TOLERANCE = 1e-9
 
 
+
+def _unit_fraction(value: object) -> bool:
+    """A real number (not a bool) in [0, 1]: what weights and cue strengths must be."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value) and 0.0 <= value <= 1.0)
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RankingWeights:
     """Weights of the composite score; each in [0, 1], summing to 1.
@@ -36,9 +42,7 @@ class RankingWeights:
     def __post_init__(self) -> None:
         for name in SIGNALS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                math.isfinite(value) and 0.0 <= value <= 1.0
-            ):
+            if not _unit_fraction(value):
                 raise ConfigError(f"ranking weight {name!r} must be a number in [0, 1], "
                                   f"got {value!r}")
         total = sum(getattr(self, name) for name in SIGNALS)
@@ -103,8 +107,7 @@ class RankingCues:
     def __post_init__(self) -> None:
         for name in CUE_FRACTIONS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and 0.0 <= value <= 1.0):
+            if not _unit_fraction(value):
                 raise ConfigError(f"ranking cue {name!r} must be a number in [0, 1] "
                                   f"(0 turns it off), got {value!r}")
         for name in CUE_COUNTS:
