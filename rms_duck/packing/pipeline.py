@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from ..bundle import MemoryBundle, TraceRow
@@ -140,16 +141,17 @@ def _check_budget(budget: object) -> int:
 def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
     """Pack tier by tier; return True when a pin or active task had to be dropped."""
     by_tier: dict[Tier, list[Candidate]] = {tier: [] for tier in Tier}
-    for c in pool:
-        by_tier[sel.outcomes[c.id].tier].append(c)
+    outcomes = sel.outcomes
+    for c in pool:  # in id order (dedupe sorts the pool), so each tier list is too
+        by_tier[outcomes[c.id].tier].append(c)
     overflow = _pack_pins_and_tasks(sel, by_tier[Tier.PINNED_OR_TASK])
     # One order for the rest: (tier, order key, id). Order keys are fixed before packing.
     for c in by_tier[Tier.EPISODE] + by_tier[Tier.REMAINING]:
-        sel.outcomes[c.id].order_key = c.score
-    sequence = (sorted(by_tier[Tier.EPISODE], key=_by_score)
+        outcomes[c.id].order_key = c.score
+    sequence = (by_score(by_tier[Tier.EPISODE])
                 + order_multipath(sel, by_tier[Tier.MULTI_PATH], sel.config.multipath_ordering)
-                + sorted(by_tier[Tier.REMAINING], key=_by_score))
-    floors = [sel.least_cost(c) for c in sequence]
+                + by_score(by_tier[Tier.REMAINING]))
+    floors = sel.least_costs(sequence)
     least = _suffix_minima(floors)
     misses: list[Candidate] = []
     for i, c in enumerate(sequence):
@@ -177,8 +179,13 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
 _SKIP_SURE_MISSES = True
 
 
-def _by_score(c: Candidate) -> tuple[float, str]:
-    return -c.score, c.id
+def by_score(in_id_order: list[Candidate]) -> list[Candidate]:
+    """Sorted by (-score, id) for a list already in id order: a stable sort on the score
+    alone keeps equal scores in id order, with a C key instead of a Python tuple per item."""
+    return sorted(in_id_order, key=_SCORE, reverse=True)
+
+
+_SCORE = attrgetter("score")
 
 
 def _suffix_minima(values: list[int]) -> list[int]:

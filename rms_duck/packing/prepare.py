@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from ..records import Candidate
 
@@ -23,7 +24,10 @@ def dedupe(rows: Sequence[Candidate]) -> tuple[list[Candidate], list[Candidate]]
             best[c.id], c = c, seen
         duplicates.append(c)
     duplicates.sort(key=lambda c: (c.id, -c.score, repr(c)))
-    return sorted(best.values(), key=lambda c: c.id), duplicates
+    return sorted(best.values(), key=_ID), duplicates
+
+
+_ID = attrgetter("id")
 
 
 def conflict_map(pool: Sequence[Candidate]) -> dict[str, tuple[str, ...]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
@@ -167,6 +168,16 @@ class Selector:
         floors = [self.counter.lower_bound(text) for level in self.allowed
                   if (text := representation_text(c, level)) is not None]
         return min(floors, default=0)
+
+    def least_costs(self, sequence: Sequence[Candidate]) -> list[int]:
+        """[least_cost(c) for c in sequence], with the reader's common case (FULL only, or
+        FULL and PROSE for candidates without a prose text) read straight off the counter."""
+        if not self._text_ladder:
+            return [self.least_cost(c) for c in sequence]
+        lower_bound, least_cost = self.counter.lower_bound, self.least_cost
+        if not self._prose:
+            return [lower_bound(c.content) for c in sequence]
+        return [lower_bound(c.content) if c.prose is None else least_cost(c) for c in sequence]
 
     def exhaust(self, rest: Sequence[Candidate]) -> None:
         """Decide every candidate of `rest` at once, as trying each in turn would: nothing
@@ -362,11 +373,14 @@ def _allowed_levels(config: PackingConfig, text_only: bool) -> tuple[Level, ...]
 
 
 def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) -> list[Candidate]:
-    """RFC section 5 Priority 3 orderings: balanced (default), score or density."""
+    """RFC section 5 Priority 3 orderings: balanced (default), score or density.
+
+    `tier` is in id order, so a stable sort on the key alone orders ties by id."""
+    outcomes = selector.outcomes
     if ordering == "score":
         for c in tier:
-            selector.outcomes[c.id].order_key = c.score
-        return sorted(tier, key=lambda c: (-c.score, c.id))
+            outcomes[c.id].order_key = c.score
+        return sorted(tier, key=_SCORE, reverse=True)
     power = 1.0 if ordering == "density" else 0.25
     head = None
     if ordering == "balanced":
@@ -376,12 +390,19 @@ def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) ->
         eligible = [c for c in tier if (c.has_text or not selector.text_required)
                     and path_count(c, session) >= 2]
         head = min(eligible, key=lambda c: (-c.score, c.id), default=None)
-    keyed = []
+    full_cost = selector.full_cost
+    keys = []
     for c in tier:
-        key = math.inf if c is head else c.score / max(selector.full_cost(c), 1) ** power
-        selector.outcomes[c.id].order_key = key
-        keyed.append((-key, c.id, c))
-    keyed.sort(key=lambda item: (item[0], item[1]))
-    return [c for _, _, c in keyed]
+        outcome = outcomes[c.id]
+        if c is head:
+            key = math.inf
+        else:
+            cost = outcome.full_cost
+            key = c.score / max(full_cost(c) if cost is None else cost, 1) ** power
+        outcome.order_key = key
+        keys.append(key)
+    order = sorted(range(len(tier)), key=keys.__getitem__, reverse=True)
+    return [tier[i] for i in order]
 
 
+_SCORE = attrgetter("score")
