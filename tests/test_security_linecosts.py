@@ -1,11 +1,15 @@
 """Adversarial review H3 and M5: a poisoned rms_line_costs never changes a pack or a receipt
-silently, `rms-duck audit --line-costs` finds wrong rows, and the line cache is byte-capped."""
+silently, `rms-duck audit --line-costs` finds wrong rows, and the line cache and the floor,
+date-line and render memos are bounded."""
 
 from __future__ import annotations
+
+from datetime import UTC
 
 import pytest
 
 import rms_duck
+from rms_duck.candidates import to_candidates
 from rms_duck.cli import main
 from rms_duck.errors import RmsWarning
 from rms_duck.tokens import counter as counter_module
@@ -102,3 +106,53 @@ def test_the_render_memo_is_capped_by_bytes(monkeypatch):
     big = "x " * 200_000  # a line larger than a 64th of the cap is never kept
     rms_duck.pack_candidates([{"id": "big", "score": 0.5, "content": big}], budget=500_000)
     assert not any(big in line for memo in base._MEMOS for line in memo.values())
+
+
+def test_the_floor_memo_is_capped_by_characters(monkeypatch):
+    """Token floors are remembered for long texts too (a warm pack looks every candidate's
+    up), so the memo is bounded by the characters it keeps, not only by entries."""
+    monkeypatch.setattr(counter_module, "_FLOOR_CHARS", 200_000)
+    clear_line_cache()
+    counter = counter_module.LineCounter(DEFAULT_ENCODING)
+    texts = [f"{i} " + "amet consectetur " * 600 for i in range(60)]  # ~10 kB each: 600 kB
+    floors = [counter.lower_bound(text) for text in texts]
+    kept = counter_module._FLOORS[DEFAULT_ENCODING]
+    assert 0 < sum(map(len, kept)) <= 200_000
+    assert texts[-1] in kept and texts[0] not in kept  # the oldest went first
+    # A floor recomputed after eviction is the same floor.
+    assert [counter.lower_bound(text) for text in texts] == floors
+    huge = "y " * 20_000  # longer than _FLOOR_TEXT_CHARS: computed, never kept
+    assert counter.lower_bound(huge) >= 20_000
+    assert huge not in kept
+    clear_line_cache()
+    assert not counter_module._FLOORS[DEFAULT_ENCODING]
+
+
+def test_the_date_line_memo_is_bounded_and_keyed_by_instant_and_text(monkeypatch):
+    from datetime import datetime, timedelta, timezone
+
+    from rms_duck.formats import reader
+    from rms_duck.formats.base import RecordView, clear_render_memos
+    from rms_duck.records import Level
+
+    monkeypatch.setattr(reader, "_DATE_MEMO_LIMIT", 64)
+    clear_render_memos()
+    fmt = reader.ReaderFormat()
+    start = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
+
+    def lines(when, text):
+        c = to_candidates([{"id": "d", "score": 0.5, "content": text, "event_time": when}])[0]
+        return fmt.date_lines(RecordView(c, Level.FULL, text, None))
+
+    for i in range(300):
+        assert lines(start + timedelta(days=i), "plain words") == (
+            (start + timedelta(days=i)).strftime("%Y-%m-%d"), "09:30")
+    assert 0 < len(reader._DATE_LINES) <= 64
+    # The same instant in another zone prints the same UTC lines; a text that states its
+    # own date prints none, whatever was remembered for the instant.
+    plus_two = start.astimezone(timezone(timedelta(hours=2)))
+    assert lines(plus_two, "plain words") == lines(start, "plain words") == ("2024-03-01", "09:30")
+    assert lines(start, "2024-03-01: moved house") == ()
+    long_text = "word " * 200  # over _DATE_MEMO_CHARS: computed, not kept
+    assert lines(start, long_text) == ("2024-03-01", "09:30")
+    assert all(key[1] != long_text for key in reader._DATE_LINES)

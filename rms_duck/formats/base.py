@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..escape import json_text
 from ..records import Candidate, Level, Section
@@ -97,7 +97,7 @@ _MEMO_LIMIT = 16_384
 # text) alive too, so it is capped by bytes as well as entries; one huge record must not
 # pin megabytes per pack for the life of the process (adversarial review M5).
 _MEMO_BYTES = 32 * 1024 * 1024
-_MEMOS: list[dict[RecordView, str]] = []
+_MEMOS: list[dict[Any, Any]] = []
 _F = TypeVar("_F")
 
 
@@ -133,6 +133,12 @@ def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordVie
     record_line.__wrapped__ = render  # type: ignore[attr-defined]
     _MEMOS.append(memo)
     return record_line
+
+
+def register_memo(memo: dict[Any, Any]) -> dict[Any, Any]:
+    """Add a renderer's own memo to those clear_render_memos() empties."""
+    _MEMOS.append(memo)
+    return memo
 
 
 def clear_render_memos() -> None:

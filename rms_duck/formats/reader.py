@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from ..escape import json_text
 from ..records import CONDITION_STATES, Epistemic, Level, Lifecycle
 from ..timefmt import reader_label
-from .base import BaseFormat, RecordView, memoized
+from .base import BaseFormat, RecordView, memoized, register_memo
 from .cues import text_states_date, text_states_speaker
 from .metadata import short_metadata_line
 
@@ -35,6 +35,11 @@ _QUIET_EPISTEMIC = frozenset({Epistemic.OBSERVED, Epistemic.ASSERTED})
 # It holds no quote, colon or bracket, so it cannot end the name or start the text early.
 _PLAIN_SPEAKER = re.compile(r"[^\W\d_](?:[\w.' -]{0,38}[\w.])?")
 UNDATED_LINE = "(undated)"
+# date_lines() per (instant, text), remembered for short texts only: packs try the same
+# records again and again, and a bounded memo of short keys cannot pin much memory.
+_DATE_LINES: dict[tuple[object, str], tuple[str, ...]] = register_memo({})
+_DATE_MEMO_CHARS = 512
+_DATE_MEMO_LIMIT = 16_384
 
 
 class ReaderFormat(BaseFormat):
@@ -60,10 +65,23 @@ class ReaderFormat(BaseFormat):
         """('YYYY-MM-DD',) or ('YYYY-MM-DD', 'HH:MM[:SS]'); () when undated or when the
         text opens with its own date."""
         when = view.candidate.event_time
-        if when is None or text_states_date(view.text, when):
+        if when is None:
             return ()
-        day, _, clock = reader_label(when).partition(" ")
-        return (day, clock) if clock else (day,)
+        text = view.text
+        key = (when, text)
+        got = _DATE_LINES.get(key) if len(text) <= _DATE_MEMO_CHARS else None
+        if got is None:
+            if text_states_date(text, when):
+                got = ()
+            else:
+                day, _, clock = reader_label(when).partition(" ")
+                got = (day, clock) if clock else (day,)
+            if len(text) <= _DATE_MEMO_CHARS:
+                if len(_DATE_LINES) >= _DATE_MEMO_LIMIT:
+                    for old in list(_DATE_LINES)[: _DATE_MEMO_LIMIT // 4]:  # the oldest quarter
+                        _DATE_LINES.pop(old, None)
+                _DATE_LINES[key] = got
+        return got
 
     def metadata_line(self, *, tokens_used: int, budget: int, conflicts: Sequence[object],
                       excluded_count: int) -> str:

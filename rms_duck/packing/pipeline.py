@@ -328,14 +328,7 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
                        epistemic=e.candidate.epistemic_type.value)
         for e in assembly.entries
     )
-    # The pool is sorted by id (dedupe), so the outcomes already are: no sort needed.
-    exhausted = Reason.BUDGET_EXHAUSTED
-    excluded = [
-        _excluded(o.candidate.id, o.reason or exhausted, o.candidate.score, o.tier)
-        for o in sel.outcomes.values() if o.candidate.id not in position
-    ]
-    excluded += [_excluded(c.id, Reason.BELOW_MIN_SCORE, c.score, None) for c in below]
-    excluded += [_excluded(c.id, Reason.DUPLICATE, c.score, None) for c in duplicates]
+    excluded, trace = _decisions(sel, assembly, below, duplicates, position)
     conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
     metrics = bundle_metrics(included, available)
     return MemoryBundle(
@@ -346,7 +339,7 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
         context_sha256=sha256_text(assembly.context),
         encoding_sha256=encoding_source(config.encoding).sha256,
         guidance_shown=assembly.guidance is not None,
-        trace=_trace(sel, assembly, below, duplicates, position),
+        trace=trace,
         warnings=empty_context_warnings(flags, excluded, budget, available, config))
 
 
@@ -388,14 +381,16 @@ def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], bud
             "the metadata line and one record; raise the budget or lower overhead_tokens",)
 
 
-def _trace(sel: Selector, assembly: Assembly, below: list[Candidate],
-           duplicates: list[Candidate], position: dict[str, int]) -> tuple[TraceRow, ...]:
-    """Freeze each candidate's fate once, sorted by id, then those below min_score, then
-    duplicates (the receipt's order)."""
+def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
+               duplicates: list[Candidate], position: dict[str, int]
+               ) -> tuple[list[ExcludedRecord], tuple[TraceRow, ...]]:
+    """Each candidate's fate, frozen once in one pass: the excluded records, and the trace
+    rows (sorted by id, then those below min_score, then duplicates: the receipt's order)."""
     final = {e.candidate.id: e for e in assembly.entries}
+    excluded: list[ExcludedRecord] = []
     rows: list[TraceRow] = []
     spelled: dict[tuple[Level, ...], tuple[str, ...]] = {}  # a few distinct ladders per pack
-    exhausted = Reason.BUDGET_EXHAUSTED.value
+    exhausted = Reason.BUDGET_EXHAUSTED
     for o in sel.outcomes.values():  # sorted by id: the pool is
         c, entry = o.candidate, final.get(o.candidate.id)
         levels = tuple(o.tried)
@@ -403,16 +398,19 @@ def _trace(sel: Selector, assembly: Assembly, below: list[Candidate],
         if tried is None:
             tried = spelled[levels] = tuple(level.value for level in levels)
         if entry is None:
+            reason = exhausted if o.reason is None else o.reason
+            excluded.append(_excluded(c.id, reason, c.score, o.tier))
             # _value_, not .value: the enum property costs a Python call per candidate.
-            reason = exhausted if o.reason is None else o.reason._value_
-            rows.append((c, int(o.tier), o.order_key, tried, None, 0, reason, None))
+            rows.append((c, int(o.tier), o.order_key, tried, None, 0, reason._value_, None))
         else:
             rows.append((c, int(o.tier), o.order_key, tried, entry.level._value_, entry.cost,
                          None, position[c.id]))
+    excluded += [_excluded(c.id, Reason.BELOW_MIN_SCORE, c.score, None) for c in below]
+    excluded += [_excluded(c.id, Reason.DUPLICATE, c.score, None) for c in duplicates]
     rows += [(c, None, None, (), None, 0, Reason.BELOW_MIN_SCORE.value, None)
              for c in sorted(below, key=lambda c: c.id)]
     rows += [(c, None, None, (), None, 0, Reason.DUPLICATE.value, None) for c in duplicates]
-    return tuple(rows)
+    return excluded, tuple(rows)
 
 
 __all__ = ["pack_candidates"]

@@ -36,11 +36,13 @@ _ENTRY_OVERHEAD = 100  # the dict slot and the int beside the str object
 _CACHES: dict[str, dict[str, int]] = {}
 _CACHE_SIZES: dict[str, int] = {}
 _FLOORS: dict[str, dict[str, int]] = {}
-# The floor memo keeps texts of at most this many characters, at most this many of them
-# (so at most about 8 MiB of text per encoding); computing a longer text's floor is cheap
-# next to tokenizing it.
-_FLOOR_TEXT_CHARS = 256
+# The floor memo keeps texts of at most _FLOOR_TEXT_CHARS characters, at most _FLOOR_LIMIT
+# of them and _FLOOR_CHARS characters in all per encoding (the oldest quarter goes first):
+# a warm pack looks up every candidate's floor, long texts included.
+_FLOOR_TEXT_CHARS = 16_384
 _FLOOR_LIMIT = 32_768
+_FLOOR_CHARS = 8 * 1024 * 1024
+_FLOOR_SIZES: dict[str, list[int]] = {}
 _CACHES_LOCK = threading.Lock()
 _MAX_TOKEN_BYTES: dict[str, int] = {}
 
@@ -131,6 +133,7 @@ class LineCounter:
             self._cache = _CACHES.setdefault(encoding, {}) if shared else {}
             # Floors depend only on the text and the vocabulary's longest token.
             self._floors = _FLOORS.setdefault(encoding, {}) if shared else {}
+            self._floor_chars = _FLOOR_SIZES.setdefault(encoding, [0]) if shared else [0]
         self.misses = 0
         # With record=True, the lines this counter tokenized, for costcache to persist.
         self._fresh: dict[str, int] | None = {} if record else None
@@ -179,13 +182,19 @@ class LineCounter:
         if got is None:
             by_length = -(-(len(text) + 1) // self.max_token_chars)
             got = max(by_length, word_runs(text))
-            # Only short texts are kept, and only so many: the memo must stay small however
-            # many distinct (or huge) records a process packs.
-            if len(text) <= _FLOOR_TEXT_CHARS:
-                if len(floors) >= _FLOOR_LIMIT:
-                    for key in list(floors)[: _FLOOR_LIMIT // 4]:  # the oldest quarter
-                        floors.pop(key, None)
+            # Bounded in entries and characters: the memo must stay small however many
+            # distinct (or huge) records a process packs.
+            size = len(text)
+            if size <= _FLOOR_TEXT_CHARS:
+                held = self._floor_chars
+                if not floors:
+                    held[0] = 0  # emptied from outside (clear_line_cache)
+                if len(floors) >= _FLOOR_LIMIT or held[0] + size > _FLOOR_CHARS:
+                    for key in list(floors)[: max(len(floors) // 4, 1)]:  # the oldest quarter
+                        if floors.pop(key, None) is not None:
+                            held[0] -= len(key)
                 floors[text] = got
+                held[0] += size
         return got
 
     def unseen(self, lines: Iterable[str]) -> list[str]:
