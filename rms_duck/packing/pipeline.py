@@ -30,6 +30,7 @@ from ..sha import sha256_text
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import encoding_source
 from .assemble import Assembly, assemble
+from .gcpause import gc_paused
 from .guidance import build_guidance
 from .neighbours import arrange_adjacent
 from .prepare import conflict_map, dedupe
@@ -56,6 +57,13 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
     Raises:
         CandidateError, ConfigError, EncodingUnavailableError: bad input; nothing is packed.
     """
+    with gc_paused():
+        return _pack(candidates, budget=budget, config=config, counter=counter)
+
+
+def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
+          config: PackingConfig | Mapping[str, Any] | str | None,
+          counter: LineCounter | None) -> MemoryBundle:
     config = parse_config(config)
     budget = _check_budget(budget)
     rows = to_candidates(candidates)
@@ -286,7 +294,7 @@ def _restart(sel: Selector, tier: list[Candidate]) -> None:
     """Empty the layout; only tier-1 records (and their counterparts) were placed so far."""
     for outcome in sel.outcomes.values():
         if outcome.entry is not None or outcome.reason not in (None, Reason.NO_TEXT):
-            outcome.entry, outcome.reason, outcome.tried = None, None, []
+            outcome.entry, outcome.reason, outcome.tried = None, None, ()
     sel.layout.clear()
     sel.packed_by_source.clear()
 
@@ -393,7 +401,7 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     exhausted = Reason.BUDGET_EXHAUSTED
     for o in sel.outcomes.values():  # sorted by id: the pool is
         c, entry = o.candidate, final.get(o.candidate.id)
-        levels = tuple(o.tried)
+        levels = o.tried
         tried = spelled.get(levels)
         if tried is None:
             tried = spelled[levels] = tuple(level.value for level in levels)

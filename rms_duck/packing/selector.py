@@ -88,7 +88,9 @@ class Outcome:
         self.candidate = candidate
         self.tier = tier
         self.order_key: float | None = None
-        self.tried: list[Level] = []
+        # A tuple, grown by concatenation: most candidates are never tried, and () + t is t
+        # itself, so an untried or bulk-decided candidate allocates nothing here.
+        self.tried: tuple[Level, ...] = ()
         self.entry: Entry | None = None
         self.reason: Reason | None = None
         self.full_cost: int | None = None
@@ -203,13 +205,13 @@ class Selector:
             elif text_required and not c.content.strip():
                 outcome.reason = Reason.NO_TEXT
             elif text_ladder:
-                outcome.tried.append(Level.FULL)
-                if prose and c.prose is not None and representation_text(c, Level.PROSE):
-                    outcome.tried.append(Level.PROSE)
+                with_prose = (prose and c.prose is not None
+                              and representation_text(c, Level.PROSE) is not None)
+                outcome.tried += _FULL_AND_PROSE if with_prose else _FULL_ONLY
                 outcome.reason = exhausted
             else:
                 levels = self.levels(c)
-                outcome.tried.extend(levels)  # every level levels() lists has its text
+                outcome.tried += tuple(levels)  # every level levels() lists has its text
                 outcome.reason = self._miss_reason(c, levels)
 
     # -- inclusion ------------------------------------------------------------------------
@@ -227,7 +229,7 @@ class Selector:
             text = representation_text(c, level)
             if text is None:
                 continue
-            outcome.tried.append(level)
+            outcome.tried += (level,)
             # Cheap floor first: a line that cannot fit is never rendered nor tokenized.
             if self.counter.lower_bound(text) > self.remaining():
                 continue
@@ -406,3 +408,5 @@ def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) ->
 
 
 _SCORE = attrgetter("score")
+_FULL_ONLY = (Level.FULL,)
+_FULL_AND_PROSE = (Level.FULL, Level.PROSE)

@@ -1,0 +1,101 @@
+"""The cyclic garbage collector is paused while a pack runs, and only then (gcpause.py)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from rms_duck.bench.workload import make_rows
+from rms_duck.errors import CandidateError
+from rms_duck.packing import pipeline
+from rms_duck.packing.pipeline import pack_candidates
+
+CONFIGS = [None, {"context_format": "auditable"}, {"context_format": "compact"},
+           {"session_context_packing": "adjacent"}, {"multipath_ordering": "density"},
+           {"representation_policy": "budget_fraction", "context_format": "auditable"}]
+
+
+@pytest.fixture
+def collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_a_pack_runs_with_the_collector_off_and_turns_it_back_on(collector_on, monkeypatch):
+    seen = []
+    real = pipeline.dedupe
+
+    def spy(rows):
+        seen.append(gc.isenabled())
+        return real(rows)
+
+    monkeypatch.setattr(pipeline, "dedupe", spy)
+    pack_candidates(make_rows(50), budget=1_000)
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_a_failed_pack_turns_the_collector_back_on(collector_on):
+    with pytest.raises(CandidateError):
+        pack_candidates([{"id": "a", "score": 2.0, "content": "x"}], budget=100)
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_turned_off_stays_off():
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        pack_candidates(make_rows(20), budget=500)
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_concurrent_packs_share_one_pause(collector_on):
+    rows = make_rows(400)
+    start = threading.Barrier(4)
+    errors = []
+
+    def work():
+        try:
+            start.wait()
+            for _ in range(5):
+                pack_candidates(rows, budget=2_000)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_pack_leaves_no_reference_cycles(config):
+    """What makes the pause safe: nothing a pack allocates needs the collector to be freed."""
+    rows = make_rows(600)
+    for i, row in enumerate(rows[:40]):  # pins, tasks, conflicts, prose, sessions too
+        row.update({"pinned": i % 7 == 0, "prose": f"summary {i}" if i % 3 == 0 else None,
+                    "contradicts": [rows[i + 1]["id"]] if i % 5 == 0 else [],
+                    "session_id": "s1", "session_position": i})
+    pack_candidates(rows, budget=4_096, config=config)  # warm whatever caches it fills
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        bundle = pack_candidates(rows, budget=4_096, config=config)
+        assert bundle.receipt and bundle.decisions
+        del bundle
+        assert gc.collect() == 0
+    finally:
+        if was:
+            gc.enable()
