@@ -7,7 +7,9 @@ exit). It renders the same reader lines as the exact packer (header, section lab
 lines, metadata line), so the ratio exact / estimate compares the two on the same work.
 
 It is a bench baseline, not a packer to use: its count is a guess, and the bench reports
-how often the guess overran the budget once the output is counted exactly.
+how often the guess overran the budget once the output is counted exactly. It runs with
+the cyclic garbage collector paused, as pack_candidates() does, so the ratio compares the
+packing work and not when the collector happens to run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 from ..formats import RecordView, get_format
 from ..formats.metadata import metadata_line
+from ..packing.gcpause import gc_paused
 from ..records import Candidate, Level, Section
 
 CHARS_PER_TOKEN = 4.2
@@ -37,6 +40,13 @@ def _estimate(line: str) -> int:
 def estimate_pack(candidates: Sequence[Candidate], *, budget: int, overhead: int = 100,
                   context_format: str = "reader") -> EstimatePack:
     """Greedy score-order packing against ceil(chars / 4.2) estimates of each line."""
+    with gc_paused():
+        return _estimate_pack(candidates, budget=budget, overhead=overhead,
+                              context_format=context_format)
+
+
+def _estimate_pack(candidates: Sequence[Candidate], *, budget: int, overhead: int,
+                   context_format: str) -> EstimatePack:
     fmt = get_format(context_format)
     available = budget - overhead
     header = fmt.header(speakers=any(c.speaker for c in candidates), citations=False)
