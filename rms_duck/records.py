@@ -160,7 +160,9 @@ class Candidate:
 
     @property
     def has_text(self) -> bool:
-        return bool(self.content.strip())
+        # Not content.strip(): that copies the text; isspace() tests the same characters.
+        content = self.content
+        return bool(content) and not content.isspace()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

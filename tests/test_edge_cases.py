@@ -153,3 +153,21 @@ def test_verify_catches_edited_bundle_counts_flags_and_metrics(con):
     assert all("BUNDLE_FIELD_MISMATCH" in p for p in problems)
     assert any("tokens_used" in p for p in problems) and any("flags" in p for p in problems)
     assert any("budget_waste" in p for p in problems)
+
+
+def test_has_text_is_true_exactly_when_the_stripped_text_is_not_empty():
+    """has_text tests isspace() instead of copying the text with strip(): same answer for
+    every kind of whitespace, including the ones JSON escapes (\\x1c, \\u2028) and NBSP."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from rms_duck.candidates import to_candidates
+
+    spaces = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2028\u2029\u3000"
+
+    @given(st.text(alphabet=st.sampled_from(spaces + "ab\u200b"), max_size=12))
+    def check(text):
+        c = to_candidates([{"id": "t", "score": 0.5, "content": text}])[0]
+        assert c.has_text is bool(text.strip())
+
+    check()

@@ -104,7 +104,9 @@ class Layout:
             counts[prefix] = counts.get(prefix, 0) + 1
         self.records += 1
         self.speakers += entry.speaker
-        self.pairs = self.pairs | _pairs_of(entry)
+        pairs = _pairs_of(entry)
+        if pairs:
+            self.pairs = self.pairs | pairs
         self.used += delta
 
     def remove(self, entry: Entry) -> None:
@@ -154,8 +156,13 @@ class Layout:
 
 
 def _pairs_of(entry: Entry) -> frozenset[tuple[str, str]]:
+    if not entry.view.contradicts:
+        return _NO_PAIRS  # the common case: no set built
     own = entry.candidate.id
     return frozenset((min(own, o), max(own, o)) for o in entry.view.contradicts)
+
+
+_NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
 
 
 def dated(fmt: Format, view: RecordView) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ from ..tokens.encodings import encoding_source
 from .assemble import Assembly, assemble
 from .gcpause import gc_paused
 from .guidance import build_guidance
+from .layout import Entry
 from .neighbours import arrange_adjacent
 from .prepare import conflict_map, dedupe
 from .selector import Selector, order_multipath
@@ -327,15 +328,7 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
             below: list[Candidate], budget: int, available: int, config: PackingConfig,
             flags: list[str]) -> MemoryBundle:
     position = {e.candidate.id: i for i, e in enumerate(assembly.entries)}
-    included = tuple(
-        IncludedRecord(id=e.candidate.id, section=e.section, namespace_id=e.candidate.namespace_id,
-                       representation=e.level, tokens=e.cost, ref=e.view.ref,
-                       score=e.candidate.score, tier=Tier(e.tier),
-                       conflict=bool(e.view.contradicts),
-                       source_type=e.candidate.source_type.value,
-                       epistemic=e.candidate.epistemic_type.value)
-        for e in assembly.entries
-    )
+    included = tuple(map(_included, assembly.entries))
     excluded, trace = _decisions(sel, assembly, below, duplicates, position)
     conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
     metrics = bundle_metrics(included, available)
@@ -361,7 +354,26 @@ def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> Exclu
     return record
 
 
+def _included(e: Entry) -> IncludedRecord:
+    """IncludedRecord(...) without the frozen dataclass's per-field __setattr__ detour."""
+    c, view = e.candidate, e.view
+    record = _NEW(IncludedRecord)
+    for setter, value in zip(_INCLUDED_SETTERS, (
+            c.id, e.section, c.namespace_id, view.level, e.cost, view.ref, c.score,
+            _TIERS[e.tier], bool(view.contradicts), c.source_type._value_,
+            c.epistemic_type._value_), strict=True):
+        setter(record, value)
+    return record
+
+
 _NEW = object.__new__
+_TIERS = {int(tier): tier for tier in Tier}
+_INCLUDED_FIELDS = ("id", "section", "namespace_id", "representation", "tokens", "ref", "score",
+                    "tier", "conflict", "source_type", "epistemic")
+# Every field, or a record would miss one: fail at import, not at first use.
+if set(_INCLUDED_FIELDS) != set(IncludedRecord.__slots__):
+    raise RuntimeError("IncludedRecord's fields changed: update _included() to set them all")
+_INCLUDED_SETTERS = tuple(getattr(IncludedRecord, name).__set__ for name in _INCLUDED_FIELDS)
 _SET_ID, _SET_REASON, _SET_SCORE, _SET_TIER = (getattr(ExcludedRecord, name).__set__
                                                for name in ("id", "reason", "score", "tier"))
 
@@ -393,26 +405,38 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
                duplicates: list[Candidate], position: dict[str, int]
                ) -> tuple[list[ExcludedRecord], tuple[TraceRow, ...]]:
     """Each candidate's fate, frozen once in one pass: the excluded records, and the trace
-    rows (sorted by id, then those below min_score, then duplicates: the receipt's order)."""
+    rows (sorted by id, then those below min_score, then duplicates: the receipt's order).
+    It runs once per candidate per pack, so it is written for speed."""
     final = {e.candidate.id: e for e in assembly.entries}
     excluded: list[ExcludedRecord] = []
     rows: list[TraceRow] = []
-    spelled: dict[tuple[Level, ...], tuple[str, ...]] = {}  # a few distinct ladders per pack
+    # The ladders tried are a few shared tuples per pack: spell each once, found by identity
+    # (hashing a tuple of enum members calls Enum.__hash__ per member).
+    spelled: dict[int, tuple[tuple[Level, ...], tuple[str, ...]]] = {}
     exhausted = Reason.BUDGET_EXHAUSTED
+    tier_number = {tier: int(tier) for tier in Tier}
+    new, set_id, set_reason, set_score, set_tier = _NEW, _SET_ID, _SET_REASON, _SET_SCORE, _SET_TIER
     for o in sel.outcomes.values():  # sorted by id: the pool is
-        c, entry = o.candidate, final.get(o.candidate.id)
-        levels = o.tried
-        tried = spelled.get(levels)
-        if tried is None:
-            tried = spelled[levels] = tuple(level.value for level in levels)
-        if entry is None:
+        c, levels = o.candidate, o.tried
+        known = spelled.get(id(levels))
+        if known is None or known[0] is not levels:
+            known = spelled[id(levels)] = (levels, tuple(level.value for level in levels))
+        tried = known[1]
+        if o.entry is None:  # not in the layout, so not in the context
             reason = exhausted if o.reason is None else o.reason
-            excluded.append(_excluded(c.id, reason, c.score, o.tier))
+            record = new(ExcludedRecord)
+            set_id(record, c.id)
+            set_reason(record, reason)
+            set_score(record, c.score)
+            set_tier(record, o.tier)
+            excluded.append(record)
             # _value_, not .value: the enum property costs a Python call per candidate.
-            rows.append((c, int(o.tier), o.order_key, tried, None, 0, reason._value_, None))
+            rows.append((c, tier_number[o.tier], o.order_key, tried, None, 0, reason._value_,
+                         None))
         else:
-            rows.append((c, int(o.tier), o.order_key, tried, entry.level._value_, entry.cost,
-                         None, position[c.id]))
+            entry = final[c.id]
+            rows.append((c, tier_number[o.tier], o.order_key, tried, entry.level._value_,
+                         entry.cost, None, position[c.id]))
     excluded += [_excluded(c.id, Reason.BELOW_MIN_SCORE, c.score, None) for c in below]
     excluded += [_excluded(c.id, Reason.DUPLICATE, c.score, None) for c in duplicates]
     rows += [(c, None, None, (), None, 0, Reason.BELOW_MIN_SCORE.value, None)

@@ -202,7 +202,7 @@ class Selector:
                 outcome.reason = exhausted
             elif folding and c.evidence_ids and self.covered(c):
                 outcome.reason = Reason.FOLDED
-            elif text_required and not c.content.strip():
+            elif text_required and not c.has_text:
                 outcome.reason = Reason.NO_TEXT
             elif text_ladder:
                 with_prose = (prose and c.prose is not None
