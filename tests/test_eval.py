@@ -120,3 +120,23 @@ def test_example_file_matches_its_generator():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.render() == EXAMPLE.read_text(encoding="utf-8")
+
+
+def test_the_framing_experiment_runs_and_restores_the_reader():
+    """tests/framing_experiment.py (quoted in docs/evaluation.md) on the small dated set:
+    the variants only remove framing, so none keeps less evidence than the shipped reader,
+    and the reader's own date lines are back afterwards."""
+    from rms_duck.formats import reader
+
+    spec = importlib.util.spec_from_file_location(
+        "framing_experiment", Path(__file__).parent / "framing_experiment.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shipped = reader.ReaderFormat.date_lines
+    questions = module.ranked(str(EXAMPLES / "dated_dialogue.jsonl"))
+    assert len(questions) == 21
+    shares = module.compare(questions, 512)
+    assert list(shares) == ["as shipped", "no times", "short days", "no dates"]
+    assert all(0 < share <= 1 for share in shares.values())
+    assert shares["no dates"] >= shares["as shipped"]
+    assert reader.ReaderFormat.date_lines is shipped

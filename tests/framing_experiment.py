@@ -1,0 +1,106 @@
+"""How much of the reader format's gap to the plain-lines ceiling is its date framing?
+
+Ranks every question of an eval set once, as `rms-duck eval` does, then packs the same
+candidates at one budget under reader-format variants that are experiments, not shipped:
+
+  as shipped     a day line per section run of one date, a time line per time of day
+  no times       the day lines only
+  short days     "Aug 22" day lines (no year), no times
+  no dates       no day or time lines at all
+
+and prints all-evid / ceiling for each (docs/evaluation.md quotes a run). The ceiling packs
+plain `speaker: text` lines with no framing at all, so "no dates" bounds what any dated
+framing can reach. Usage:
+
+    python tests/framing_experiment.py examples/hard_conversations.jsonl --budget 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+
+from rms_duck.config import PackingConfig
+from rms_duck.evaluation import runner
+from rms_duck.evaluation.loader import load_conversations
+from rms_duck.formats import reader
+from rms_duck.formats.base import clear_render_memos
+from rms_duck.packing.pipeline import pack_candidates
+from rms_duck.records import TEXT_LEVELS
+
+SHIPPED = reader.ReaderFormat.date_lines
+
+
+def _no_times(self, view):
+    return SHIPPED(self, view)[:1]
+
+
+def _short_days(self, view):
+    lines = SHIPPED(self, view)
+    if not lines:
+        return lines
+    day = date.fromisoformat(lines[0])
+    return (f"{day:%b} {day.day}",)
+
+
+def _no_dates(self, view):
+    return ()
+
+
+VARIANTS = {"as shipped": SHIPPED, "no times": _no_times, "short days": _short_days,
+            "no dates": _no_dates}
+
+
+def ranked(path: str) -> list[tuple[set[str], list]]:
+    """(evidence ids, ranked candidates) per question, ranked once by rms_candidates()."""
+    out = []
+
+    def keep(tallies, settings, question, evidence, candidates):
+        out.append((set(evidence), candidates))
+
+    real = runner._pack_all
+    runner._pack_all = keep
+    try:
+        runner.run_eval(load_conversations(path), settings=runner.EvalSettings(
+            budgets=(1024,), orderings=("balanced",), policies=("highest_fit",)))
+    finally:
+        runner._pack_all = real
+    return out
+
+
+def compare(questions: list[tuple[set[str], list]], budget: int) -> dict[str, float]:
+    """all-evid / ceiling per variant, for questions ranked by ranked()."""
+    config = PackingConfig(multipath_ordering="balanced", representation_policy="highest_fit")
+    room = budget - config.overhead_tokens
+    ceiling = [evidence <= runner.plain_lines_ceiling(candidates, room, config)
+               for evidence, candidates in questions]
+    out = {}
+    try:
+        for name, date_lines in VARIANTS.items():
+            reader.ReaderFormat.date_lines = date_lines
+            clear_render_memos()
+            complete = 0
+            for (evidence, candidates), fits in zip(questions, ceiling, strict=True):
+                bundle = pack_candidates(candidates, budget=budget, config=config)
+                shown = {r.id for r in bundle.included if r.representation in TEXT_LEVELS}
+                complete += fits and evidence <= shown
+            out[name] = complete / max(sum(ceiling), 1)
+    finally:
+        reader.ReaderFormat.date_lines = SHIPPED
+        clear_render_memos()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path")
+    parser.add_argument("--budget", type=int, default=1024)
+    args = parser.parse_args()
+    questions = ranked(args.path)
+    print(f"{len(questions)} questions, budget {args.budget}")
+    for name, share in compare(questions, args.budget).items():
+        print(f"{name:12s} all-evid / ceiling {share:.1%}")
+
+
+if __name__ == "__main__":
+    main()
