@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from .candidates import _ENUM_VALUES, _NEW, _SLOTS, _instant, _Where
@@ -51,24 +52,44 @@ def intake(structs: Any) -> list[Row]:
         return []
     fast = _valid_rows(structs)
     columns = _columns(structs)
-    out: list[Row] = []
-    present = [(setter, default) for name, default, setter in _SLOTS if name in columns]
-    absent = [(setter, default) for name, default, setter in _SLOTS if name not in columns]
     bad_times = _convert_times(columns)
-    fast_list = fast.to_pylist()
-    new = _NEW
-    for row, row_values in enumerate(zip(*(columns[name] for name, _, _ in _SLOTS
-                                            if name in columns), strict=True)):
-        if not fast_list[row] or row in bad_times:
-            out.append(structs[row].as_py())
-            continue
-        obj = new(Candidate)
-        for setter, default in absent:
-            setter(obj, default)
-        for (setter, default), value in zip(present, row_values, strict=True):
-            setter(obj, default if value is None else value)
-        out.append(obj)
-    return out
+    present = tuple(name for name, _, _ in _SLOTS if name in columns)
+    build = _row_builder(present)
+    return build(n, [columns[name] for name in present], fast.to_pylist(), bad_times, structs)
+
+
+@lru_cache(maxsize=64)
+def _row_builder(present: tuple[str, ...]) -> Callable[..., list[Row]]:
+    """The row loop of intake(), written out for one set of present fields.
+
+    Each field is set by its own statement (a NULL in a present column takes the default;
+    an absent field its default): a generic loop over (setter, default) pairs spent about
+    as long on its own iteration as on setting the slots. Rows the column checks did not
+    accept, or holding a time to_candidate() rejects, are handed back as their dicts.
+    """
+    env: dict[str, Any] = {"new": _NEW, "Candidate": Candidate}
+    values = [f"v{i}" for i, (name, _, _) in enumerate(_SLOTS) if name in present]
+    body = []
+    for i, (name, default, setter) in enumerate(_SLOTS):
+        env[f"set{i}"], env[f"default{i}"] = setter, default
+        value = f"default{i} if v{i} is None else v{i}" if name in present else f"default{i}"
+        body.append(f"        set{i}(obj, {value})")
+    source = "\n".join([
+        "def build(n, columns, fast, bad_times, structs):",
+        "    out = []",
+        "    append = out.append",
+        # range(n) leads: with no present column the loop still visits every row.
+        f"    for row, {''.join(v + ', ' for v in values)}in zip(range(n), *columns):",
+        "        if not fast[row] or row in bad_times:",
+        "            append(structs[row].as_py())",
+        "            continue",
+        "        obj = new(Candidate)",
+        *body,
+        "        append(obj)",
+        "    return out",
+    ])
+    exec(compile(source, f"<intake row builder {present}>", "exec"), env)  # noqa: S102
+    return env["build"]
 
 
 def _valid_rows(structs) -> Any:

@@ -148,3 +148,21 @@ def test_an_unregistered_dataframe_name_is_rejected_with_the_fix(mcon):
     message = str(caught.value)
     assert "'pdf' in 'SELECT * FROM pdf' is not a table, view or CTE" in message
     assert "con.register(name, dataframe)" in message and "is not allowed in" not in message
+
+
+@pytest.mark.parametrize("through", ["sql", "arrow"])
+def test_rows_whose_required_fields_are_all_null_are_rejected_not_dropped(mcon, through):
+    """When every row's id, score and content were NULL, the column checks kept no column
+    and the row loop ran over none: the pack said NO_CANDIDATES instead of naming the field."""
+    from rms_duck.errors import CandidateError
+
+    with pytest.raises((CandidateError, duckdb.InvalidInputException),
+                       match="candidate #0: field 'id' is required"):
+        if through == "sql":
+            mcon.sql("SELECT pack_context(list({'id': NULL::VARCHAR, 'score': NULL::DOUBLE, "
+                     "'content': NULL::VARCHAR}), 100) FROM range(2)").fetchall()
+        else:
+            table = pa.table({"id": pa.array([None, None], pa.string()),
+                              "score": pa.array([None, None], pa.float64()),
+                              "content": pa.array([None, None], pa.string())})
+            rms_duck.pack(mcon, table, budget=100, store=False)
