@@ -99,3 +99,42 @@ def test_a_pack_leaves_no_reference_cycles(config):
     finally:
         if was:
             gc.enable()
+
+
+def test_packs_that_keep_overlapping_still_collect_young_cycles(collector_on, monkeypatch):
+    """Review finding: with packs always overlapping (a thread pool), the last one never
+    ended, so cyclic garbage made by other code piled up with the collector off."""
+    import weakref
+
+    from rms_duck.packing import gcpause
+
+    monkeypatch.setattr(gcpause, "YOUNG_LIMIT", 1_000)
+    inside, release = threading.Event(), threading.Event()
+
+    def long_pack():
+        with gcpause.gc_paused():
+            inside.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=long_pack)
+    thread.start()
+    assert inside.wait(30)
+    try:
+        class Node:
+            pass
+
+        node = Node()
+        node.me = node
+        ref = weakref.ref(node)
+        del node
+        for _ in range(2_000):  # young garbage past the limit
+            pile: list = []
+            pile.append(pile)
+        assert not gc.isenabled() and ref() is not None
+        pack_candidates(make_rows(50), budget=1_000)  # ends while the other still runs
+        assert ref() is None
+        assert not gc.isenabled()
+    finally:
+        release.set()
+        thread.join()
+    assert gc.isenabled()

@@ -156,3 +156,40 @@ def test_the_date_line_memo_is_bounded_and_keyed_by_instant_and_text(monkeypatch
     long_text = "word " * 200  # over _DATE_MEMO_CHARS: computed, not kept
     assert lines(start, long_text) == ("2024-03-01", "09:30")
     assert all(key[1] != long_text for key in reader._DATE_LINES)
+
+
+def test_the_floor_memo_never_passes_its_character_cap(monkeypatch):
+    """Review finding: evicting the oldest quarter by count did not always bring the total
+    under the cap (many tiny texts, then long ones): evict until it does."""
+    monkeypatch.setattr(counter_module, "_FLOOR_CHARS", 100_000)
+    clear_line_cache()
+    counter = counter_module.LineCounter(DEFAULT_ENCODING)
+    kept = counter_module._FLOORS[DEFAULT_ENCODING]
+    for i in range(3_000):
+        counter.lower_bound(f"w{i}")
+    for i in range(40):
+        counter.lower_bound(f"{i} " + "z" * 9_000)
+        assert sum(map(len, kept)) <= 100_000
+        assert counter_module._FLOOR_SIZES[DEFAULT_ENCODING][0] == sum(map(len, kept))
+    clear_line_cache()
+
+
+def test_the_date_line_memo_tells_the_two_sides_of_a_dst_fold_apart():
+    """Review finding: 01:30 on the night New York leaves DST is two instants; aware times in
+    that zone compare equal across the fold, so such times are never remembered."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from rms_duck.formats import reader
+    from rms_duck.formats.base import RecordView, clear_render_memos
+    from rms_duck.records import Candidate, Level
+
+    clear_render_memos()
+    fmt = reader.ReaderFormat()
+    zone = ZoneInfo("America/New_York")
+    lines = []
+    for fold in (0, 1):
+        when = datetime(2023, 11, 5, 1, 30, tzinfo=zone, fold=fold)
+        c = Candidate(id="d", score=0.5, content="plain words", event_time=when)
+        lines.append(fmt.date_lines(RecordView(c, Level.FULL, c.content, None)))
+    assert lines == [("2023-11-05", "05:30"), ("2023-11-05", "06:30")]

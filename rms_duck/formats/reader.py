@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC
 
 from ..escape import json_text
 from ..records import CONDITION_STATES, Epistemic, Level, Lifecycle
@@ -69,14 +70,17 @@ class ReaderFormat(BaseFormat):
             return ()
         text = view.text
         key = (when, text)
-        got = _DATE_LINES.get(key) if len(text) <= _DATE_MEMO_CHARS else None
+        # Only UTC and naive instants are remembered: two aware times in another zone can
+        # be equal (and hash alike) yet print apart, as the two sides of a DST fold do.
+        memo = len(text) <= _DATE_MEMO_CHARS and (when.tzinfo is UTC or when.tzinfo is None)
+        got = _DATE_LINES.get(key) if memo else None
         if got is None:
             if text_states_date(text, when):
                 got = ()
             else:
                 day, _, clock = reader_label(when).partition(" ")
                 got = (day, clock) if clock else (day,)
-            if len(text) <= _DATE_MEMO_CHARS:
+            if memo:
                 if len(_DATE_LINES) >= _DATE_MEMO_LIMIT:
                     for old in list(_DATE_LINES)[: _DATE_MEMO_LIMIT // 4]:  # the oldest quarter
                         _DATE_LINES.pop(old, None)

@@ -189,12 +189,16 @@ class LineCounter:
                 held = self._floor_chars
                 if not floors:
                     held[0] = 0  # emptied from outside (clear_line_cache)
-                if len(floors) >= _FLOOR_LIMIT or held[0] + size > _FLOOR_CHARS:
+                while floors and (len(floors) >= _FLOOR_LIMIT
+                                  or held[0] + size > _FLOOR_CHARS):
                     for key in list(floors)[: max(len(floors) // 4, 1)]:  # the oldest quarter
-                        if floors.pop(key, None) is not None:
-                            held[0] -= len(key)
-                floors[text] = got
-                held[0] += size
+                        floors.pop(key, None)
+                    # Recounted, not decremented: threads racing on one text may both have
+                    # added its size, and the count must not drift.
+                    held[0] = sum(map(len, list(floors)))
+                if text not in floors:
+                    floors[text] = got
+                    held[0] += size
         return got
 
     def unseen(self, lines: Iterable[str]) -> list[str]:
