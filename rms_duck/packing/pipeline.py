@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from operator import attrgetter
 from typing import Any
 
 from ..bundle import MemoryBundle, TraceRow
@@ -34,7 +33,7 @@ from .gcpause import gc_paused
 from .guidance import build_guidance
 from .layout import Entry
 from .neighbours import arrange_adjacent
-from .prepare import conflict_map, dedupe
+from .prepare import by_score, conflict_map, dedupe
 from .selector import Selector, order_multipath
 
 # Budgets, token counts and positions are stored and returned as 32-bit INTEGERs.
@@ -186,15 +185,6 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
 
 # tests/test_fast_paths.py turns this off to check the skip changes no byte.
 _SKIP_SURE_MISSES = True
-
-
-def by_score(in_id_order: list[Candidate]) -> list[Candidate]:
-    """Sorted by (-score, id) for a list already in id order: a stable sort on the score
-    alone keeps equal scores in id order, with a C key instead of a Python tuple per item."""
-    return sorted(in_id_order, key=_SCORE, reverse=True)
-
-
-_SCORE = attrgetter("score")
 
 
 def _suffix_minima(values: list[int]) -> list[int]:
@@ -415,7 +405,6 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     spelled: dict[int, tuple[tuple[Level, ...], tuple[str, ...]]] = {}
     exhausted = Reason.BUDGET_EXHAUSTED
     tier_number = {tier: int(tier) for tier in Tier}
-    new, set_id, set_reason, set_score, set_tier = _NEW, _SET_ID, _SET_REASON, _SET_SCORE, _SET_TIER
     for o in sel.outcomes.values():  # sorted by id: the pool is
         c, levels = o.candidate, o.tried
         known = spelled.get(id(levels))
@@ -424,12 +413,7 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
         tried = known[1]
         if o.entry is None:  # not in the layout, so not in the context
             reason = exhausted if o.reason is None else o.reason
-            record = new(ExcludedRecord)
-            set_id(record, c.id)
-            set_reason(record, reason)
-            set_score(record, c.score)
-            set_tier(record, o.tier)
-            excluded.append(record)
+            excluded.append(_excluded(c.id, reason, c.score, o.tier))
             # _value_, not .value: the enum property costs a Python call per candidate.
             rows.append((c, tier_number[o.tier], o.order_key, tried, None, 0, reason._value_,
                          None))

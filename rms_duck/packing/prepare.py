@@ -30,6 +30,16 @@ def dedupe(rows: Sequence[Candidate]) -> tuple[list[Candidate], list[Candidate]]
 _ID = attrgetter("id")
 
 
+def by_score(in_id_order: Sequence[Candidate]) -> list[Candidate]:
+    """Sorted by (-score, id) for candidates already in id order (as dedupe leaves the pool):
+    a stable sort on the score alone keeps equal scores in id order, with a C key instead of
+    a Python tuple per candidate."""
+    return sorted(in_id_order, key=_SCORE, reverse=True)
+
+
+_SCORE = attrgetter("score")
+
+
 def conflict_map(pool: Sequence[Candidate]) -> dict[str, tuple[str, ...]]:
     """For each id, the ids in the pool it shares a CONTRADICTS edge with (either direction)."""
     present = {c.id for c in pool}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from operator import attrgetter
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
@@ -26,6 +25,7 @@ from ..tokens.counter import LineCounter
 from .folding import folds_into
 from .layout import Entry, Layout, dated
 from .neighbours import SESSION_PATH, session_links
+from .prepare import by_score
 from .represent import representation_text
 
 
@@ -382,7 +382,7 @@ def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) ->
     if ordering == "score":
         for c in tier:
             outcomes[c.id].order_key = c.score
-        return sorted(tier, key=_SCORE, reverse=True)
+        return by_score(tier)
     power = 1.0 if ordering == "density" else 0.25
     head = None
     if ordering == "balanced":
@@ -407,6 +407,5 @@ def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) ->
     return [tier[i] for i in order]
 
 
-_SCORE = attrgetter("score")
 _FULL_ONLY = (Level.FULL,)
 _FULL_AND_PROSE = (Level.FULL, Level.PROSE)
