@@ -22,15 +22,17 @@ from .records import Candidate, Decision
 from .sha import sha256_text
 
 # 2: candidates carry source_type and epistemic, and reader and compact contexts use the
-# issue-11 bytes (date lines, conflict pair labels); version-1 receipts replay with the
-# frozen version-1 formats (formats/legacy.py).
-RECEIPT_VERSION = 2
+# issue-11 bytes (date lines, conflict pair labels). 3: the reader states a year line and
+# '28 May' day lines instead of '2023-05-28'. Older receipts replay with the frozen formats
+# of their version (formats/legacy.py).
+RECEIPT_VERSION = 3
 
-# Every key of a stored receipt (receipt_version 2). The first group is the body that
+# Every key of a stored receipt (receipt_version 3). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
-    "receipt_version": "format version of the receipt (2; 1 before source_type, epistemic "
-                       "and the issue-11 reader and compact bytes)",
+    "receipt_version": "format version of the receipt (3; 2 before the reader's year lines, "
+                       "1 before source_type, epistemic and the issue-11 reader and compact "
+                       "bytes)",
     "encoding": "{name, sha256}: the tokenizer and the sha256 of its BPE ranks",
     "config": "every PackingConfig field, defaults included",
     "budget": "context budget in tokens, overhead included",

@@ -3,10 +3,10 @@
 Ranks every question of an eval set once, as `rms-duck eval` does, then packs the same
 candidates at one budget under reader-format variants that are experiments, not shipped:
 
-  as shipped     a day line per section run of one date, a time line per time of day
-  no times       the day lines only
-  short days     "Aug 22" day lines (no year), no times
-  no dates       no day or time lines at all
+  as shipped     a year line, a '22 Aug' day line and a time line, each once per run
+  ISO days       '2023-08-22' day lines and time lines (the reader of receipt version 2)
+  no times       the year and day lines only
+  no dates       no year, day or time lines at all
 
 and prints all-evid / ceiling for each (docs/evaluation.md quotes a run). The ceiling packs
 plain `speaker: text` lines with no framing at all, so "no dates" bounds what any dated
@@ -18,36 +18,32 @@ framing can reach. Usage:
 from __future__ import annotations
 
 import argparse
-from datetime import date
 
 from rms_duck.config import PackingConfig
 from rms_duck.evaluation import runner
 from rms_duck.evaluation.loader import load_conversations
 from rms_duck.formats import reader
 from rms_duck.formats.base import clear_render_memos
+from rms_duck.formats.legacy import ReaderV2Format
 from rms_duck.packing.pipeline import pack_candidates
 from rms_duck.records import TEXT_LEVELS
 
 SHIPPED = reader.ReaderFormat.date_lines
 
 
+def _iso_days(self, view):
+    return ReaderV2Format.date_lines(self, view)
+
+
 def _no_times(self, view):
-    return SHIPPED(self, view)[:1]
-
-
-def _short_days(self, view):
-    lines = SHIPPED(self, view)
-    if not lines:
-        return lines
-    day = date.fromisoformat(lines[0])
-    return (f"{day:%b} {day.day}",)
+    return SHIPPED(self, view)[:2]
 
 
 def _no_dates(self, view):
     return ()
 
 
-VARIANTS = {"as shipped": SHIPPED, "no times": _no_times, "short days": _short_days,
+VARIANTS = {"as shipped": SHIPPED, "ISO days": _iso_days, "no times": _no_times,
             "no dates": _no_dates}
 
 

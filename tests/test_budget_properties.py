@@ -191,7 +191,8 @@ def assert_never_truncated(bundle, rows: list[dict], config: dict) -> None:
             assert any(json_text(c.content) in context for c in kept), record.id
 
 
-DATE_LINE = re.compile(r"\d{4,}-\d\d-\d\d|\d\d:\d\d(:\d\d)?|\(undated\)")
+DATE_LINE = re.compile(r"\d{4}|\d\d?\ (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+                       r"|\d\d:\d\d(:\d\d)?|\(undated\)")
 
 
 def assert_one_line_per_record(bundle, config: dict) -> None:
@@ -203,7 +204,7 @@ def assert_one_line_per_record(bundle, config: dict) -> None:
     groups = {(r.namespace_id, r.section) for r in bundle.included}
     guidance = 1 if bundle.context_guidance is not None else 0
     assert all(line and not line[0].isspace() for line in lines)  # lines add (tokens.py)
-    # Reader day and time lines state a date once for the records below them.
+    # Reader year, day and time lines state a date once for the records below them.
     dates = [line for line in lines if DATE_LINE.fullmatch(line)]
     if config["context_format"] != "reader":
         assert not dates

@@ -1,8 +1,10 @@
-"""Receipts written before o200k_base became the default still verify and replay.
+"""Receipts written by earlier releases still verify and replay to their exact bytes.
 
 tests/data/receipts_v0_2_cl100k holds three bundles and their receipt chain written by
-rms_duck 0.2.0 at commit e787990 (default cl100k_base; configs without a `model` key),
-exported with COPY ... (FORMAT json); make.py there is the script that wrote them.
+rms_duck 0.2.0 at commit e787990 (default cl100k_base; configs without a `model` key);
+tests/data/receipts_v2_reader_dates holds three dated reader packs written at commit c162b22
+(receipt_version 2, whose reader format printed 'YYYY-MM-DD' day lines). Both were exported
+with COPY ... (FORMAT json); make.py beside each is the script that wrote them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import rms_duck
 from tests.conftest import independent_count
 
 DATA = Path(__file__).parent / "data" / "receipts_v0_2_cl100k"
+V2_DATES = Path(__file__).parent / "data" / "receipts_v2_reader_dates"
 
 
-def load_old(con) -> list[str]:
+def load_old(con, data: Path = DATA) -> list[str]:
     for table in ("rms_nodes", "rms_bundles", "rms_receipts"):
-        con.execute(f"COPY {table} FROM '{DATA / (table + '.json')}' (FORMAT json)")
+        con.execute(f"COPY {table} FROM '{data / (table + '.json')}' (FORMAT json)")
     return [r[0] for r in con.execute(
         "SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts ORDER BY seq").fetchall()]
 
@@ -44,3 +47,22 @@ def test_a_new_pack_continues_the_old_chain_with_the_new_default(con):
     assert receipt["encoding"]["name"] == "o200k_base" and receipt["seq"] == 4
     assert receipt["config"]["model"] is None
     assert bundle.tokens_used == independent_count("o200k_base", bundle.context)
+
+
+def test_version_2_reader_receipts_replay_their_iso_day_lines(con):
+    ids = load_old(con, V2_DATES)
+    assert len(ids) == 4
+    assert rms_duck.verify_receipts(con) == []
+    for rid in ids:
+        result = rms_duck.replay(con, rid)
+        assert result.identical and result.same_decisions, rid
+        assert "2023-12-27\n12:17\n" in result.bundle.context
+    rows = con.execute("SELECT identical, error FROM rms_replay()").fetchall()
+    assert rows == [(True, None)] * 4
+    assert "from each record's date line," in result.bundle.context  # the guided pack
+    # A new pack of the same nodes uses the current day lines and receipt version.
+    bundle = rms_duck.pack(con, "SELECT *, salience AS score FROM rms_nodes", budget=400,
+                           session_id="v3")
+    assert "\n2023\n27 Dec\n12:17\n" in bundle.context and "2023-12-27" not in bundle.context
+    assert json.loads(bundle.receipt)["receipt_version"] == 3
+    assert rms_duck.verify_receipts(con) == []

@@ -144,17 +144,20 @@ def test_the_date_line_memo_is_bounded_and_keyed_by_instant_and_text(monkeypatch
         c = to_candidates([{"id": "d", "score": 0.5, "content": text, "event_time": when}])[0]
         return fmt.date_lines(RecordView(c, Level.FULL, text, None))
 
+    months = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
     for i in range(300):
-        assert lines(start + timedelta(days=i), "plain words") == (
-            (start + timedelta(days=i)).strftime("%Y-%m-%d"), "09:30")
+        day = start + timedelta(days=i)
+        assert lines(day, "plain words") == (
+            str(day.year), f"{day.day} {months[day.month - 1]}", "09:30")
     assert 0 < len(reader._DATE_LINES) <= 64
     # The same instant in another zone prints the same UTC lines; a text that states its
     # own date prints none, whatever was remembered for the instant.
     plus_two = start.astimezone(timezone(timedelta(hours=2)))
-    assert lines(plus_two, "plain words") == lines(start, "plain words") == ("2024-03-01", "09:30")
+    assert lines(plus_two, "plain words") == lines(start, "plain words") \
+        == ("2024", "1 Mar", "09:30")
     assert lines(start, "2024-03-01: moved house") == ()
     long_text = "word " * 200  # over _DATE_MEMO_CHARS: computed, not kept
-    assert lines(start, long_text) == ("2024-03-01", "09:30")
+    assert lines(start, long_text) == ("2024", "1 Mar", "09:30")
     assert all(key[1] != long_text for key in reader._DATE_LINES)
 
 
@@ -192,4 +195,4 @@ def test_the_date_line_memo_tells_the_two_sides_of_a_dst_fold_apart():
         when = datetime(2023, 11, 5, 1, 30, tzinfo=zone, fold=fold)
         c = Candidate(id="d", score=0.5, content="plain words", event_time=when)
         lines.append(fmt.date_lines(RecordView(c, Level.FULL, c.content, None)))
-    assert lines == [("2023-11-05", "05:30"), ("2023-11-05", "06:30")]
+    assert lines == [("2023", "5 Nov", "05:30"), ("2023", "5 Nov", "06:30")]

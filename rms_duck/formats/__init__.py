@@ -6,7 +6,7 @@ from ..errors import ConfigError, did_you_mean
 from .auditable import AuditableFormat
 from .base import BaseFormat, Format, RecordView
 from .compact import CompactFormat
-from .legacy import CompactV1Format, ReaderV1Format
+from .legacy import CompactV1Format, ReaderV1Format, ReaderV2Format
 from .reader import ReaderFormat
 
 FORMATS: dict[str, Format] = {}
@@ -19,9 +19,10 @@ def register_format(fmt: Format) -> None:
     FORMATS[fmt.name] = fmt
 
 
-# Frozen formats that only replays of version-1 receipts use (formats/legacy.py); they are
-# not offered for new packs, so they stay out of FORMATS and its listings.
-LEGACY_FORMATS: dict[str, Format] = {f.name: f for f in (ReaderV1Format(), CompactV1Format())}
+# Frozen formats that only replays of older receipts use (formats/legacy.py); they are not
+# offered for new packs, so they stay out of FORMATS and its listings.
+LEGACY_FORMATS: dict[str, Format] = {
+    f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format())}
 
 
 def get_format(name: str) -> Format:

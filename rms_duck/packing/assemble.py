@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from ..formats.metadata import solve_tokens_used
 from ..formats.reader import UNDATED_LINE
+from ..timefmt import reader_label
 from .layout import Entry, Layout
 
 
@@ -112,9 +113,12 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
 
 
 def _date_order(entry: Entry) -> tuple:
+    # The ISO label, not the date lines themselves: '28 May' does not sort by date. ISO
+    # order keeps every year, day and time a contiguous run, so each is stated once.
     c = entry.candidate
     position = c.session_position if c.session_position is not None else -1
-    return entry.dates, c.session_id or "", position
+    when = reader_label(c.event_time) if entry.dates and c.event_time is not None else ""
+    return when, c.session_id or "", position
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:

@@ -51,8 +51,8 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
     if budget is None:
         raise ReceiptError("the receipt has no 'budget' field, got None; it cannot be replayed "
                            "(restore the receipt from a backup)")
-    if receipt_version == 1:
-        config = _as_version_1(config)
+    if receipt_version in LEGACY:
+        config = _with_frozen_format(config, LEGACY[receipt_version])
     # A private counter: replay recounts every line rather than trusting a cached or
     # persisted cost (rms_line_costs is a cache, not evidence).
     counter = LineCounter(parse_config(config).encoding, shared=False)
@@ -64,11 +64,13 @@ def _clip(text: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _as_version_1(config: Mapping[str, Any] | str | None) -> Mapping[str, Any] | str | None:
-    """A version-1 receipt's config with its format swapped for the frozen copy of that
-    format's version-1 bytes (formats/legacy.py), so the replay can reproduce them."""
+def _with_frozen_format(config: Mapping[str, Any] | str | None,
+                        frozen: Mapping[str, str]) -> Mapping[str, Any] | str | None:
+    """An older receipt's config with its format swapped for the frozen copy of that
+    format's bytes at the receipt's version (formats/legacy.py), so the replay can
+    reproduce them."""
     parsed = json.loads(config) if isinstance(config, str) else dict(config or {})
     name = parsed.get("context_format", "reader")
-    if name in LEGACY:
-        parsed["context_format"] = LEGACY[name]
+    if name in frozen:
+        parsed["context_format"] = frozen[name]
     return parsed
