@@ -20,6 +20,7 @@ from typing import Any
 
 from .candidates import _ENUM_VALUES, _NEW, _SLOTS, _instant, _Where
 from .records import CONDITION_STATES, Candidate
+from .timefmt import as_utc
 
 Row = Candidate | dict[str, Any] | None
 
@@ -218,6 +219,14 @@ def _convert_times(columns: dict[str, list[Any]]) -> set[int]:
         for row, value in enumerate(values):
             if value is None or (type(value) is datetime and value.tzinfo is UTC):
                 continue
+            if type(value) is str:
+                # SQL hands times over as text. Text fromisoformat() takes as it is parses as
+                # _instant() parses it after strip() and 'Z' -> '+00:00': skip those steps.
+                try:
+                    values[row] = as_utc(datetime.fromisoformat(value))
+                    continue
+                except ValueError:
+                    pass
             try:
                 values[row] = _instant(_Where(row, None), name, value)
             except Exception:  # noqa: BLE001 - to_candidate() raises it, in row order

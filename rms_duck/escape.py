@@ -21,6 +21,8 @@ def _escape_match(match: re.Match[str]) -> str:
 
 def harden(encoded: str) -> str:
     """Escape the characters json.dumps(ensure_ascii=False) leaves raw but we must not."""
+    if encoded.isascii():
+        return encoded  # none of them is ASCII: a receipt's 300 KB skip the regex scan
     return _EXTRA.sub(_escape_match, encoded) if _EXTRA.search(encoded) else encoded
 
 

@@ -68,7 +68,7 @@ def test_suffix_minima(values, expected):
 # -- columnar intake -------------------------------------------------------------------------
 
 import pyarrow as pa  # noqa: E402
-from hypothesis import assume  # noqa: E402
+from hypothesis import assume, example  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from rms_duck.candidates import to_candidates  # noqa: E402
@@ -215,3 +215,42 @@ def test_remembered_decision_rows_follow_every_field_a_row_shows():
                   {}):
         bundle = pack_candidates([{**base, **extra}], budget=4096)
         assert bundle.receipt == canonical_json(bundle.receipt_body)
+
+
+from datetime import UTC, timedelta, timezone  # noqa: E402
+
+_ZONES = st.sampled_from([None, UTC, timezone(timedelta(hours=5, minutes=30)),
+                          timezone(timedelta(hours=-8))])
+_TIME_TEXTS = st.one_of(
+    st.datetimes(timezones=_ZONES).map(lambda d: d.isoformat(sep=" ")),
+    st.datetimes(timezones=_ZONES).map(lambda d: d.isoformat()),
+    st.datetimes().map(lambda d: d.isoformat() + "Z"),
+    st.dates().map(lambda d: d.isoformat()),
+    st.sampled_from(["2023-01-05 12:34:00+00", " 2023-01-05T12:34:00Z ", "2023-01-05T12:34Z",
+                     "2023-01-05 12:34:00.5+05:30", "20230105", "not a time", "", "2023-13-01"]))
+
+
+@PROPERTY_SETTINGS
+@given(st.lists(_TIME_TEXTS, min_size=1, max_size=6))
+def test_columnar_intake_reads_time_text_as_the_row_checks_do(times):
+    """SQL hands times over as text; the columnar shortcut for text that fromisoformat()
+    takes as it is must give the datetimes (or the error) the row checks give."""
+    rows = [{"id": f"n{i}", "score": 0.5, "content": "x", "event_time": t, "valid_to": t}
+            for i, t in enumerate(times)]
+    by_rows, by_columns = _both(rows)
+    # repr, not ==: equal instants in different zones compare equal but print apart.
+    assert repr(by_columns) == repr(by_rows)
+
+
+@given(st.text())
+@example("line\u2028break")
+@example("next\u0085line")
+@example("lone \ud800 surrogate")
+@example("plain ascii")
+def test_harden_escapes_exactly_what_the_pattern_names(text):
+    import json
+
+    from rms_duck.escape import _EXTRA, _escape_match, harden
+
+    encoded = json.dumps(text, ensure_ascii=False)
+    assert harden(encoded) == _EXTRA.sub(_escape_match, encoded)
