@@ -99,3 +99,35 @@ def test_a_format_without_line_additivity_still_never_overruns(budget):
         FORMATS.pop(SlashFormat.name)
     assert bundle.tokens_used == len(get_encoding("o200k_base").encode_ordinary(bundle.render()))
     assert bundle.tokens_used <= budget
+
+
+class WeekdayFormat(PlainFormat):
+    """Dates records by weekday with its own date lines and no date_order(): the records
+    sort by those lines, so each weekday is stated once although the dates interleave."""
+
+    name = "weekday_test"
+
+    def date_lines(self, view: RecordView) -> tuple[str, ...]:
+        when = view.candidate.event_time
+        return () if when is None else (("Mon", "Tue", "Wed", "Thu", "Fri", "Sat",
+                                          "Sun")[when.weekday()],)
+
+
+def test_a_format_with_its_own_date_lines_states_each_once_in_their_order():
+    register_format(WeekdayFormat())
+    try:
+        # Mondays and Wednesdays interleaved in time: Jan 5 (Mon), Jan 7 (Wed), Mar 2 (Mon),
+        # Mar 4 (Wed). Sorted by time, each weekday would be stated twice.
+        days = ["2026-03-02", "2026-01-05", "2026-03-04", "2026-01-07"]
+        rows = [{"id": f"w{i}", "score": 0.9 - i / 10, "content": f"Note {i}.",
+                 "event_time": f"{day}T12:00:00Z"} for i, day in enumerate(days)]
+        bundle = rms_duck.pack_candidates(rows, budget=500,
+                                          config={"context_format": "weekday_test"})
+    finally:
+        FORMATS.pop(WeekdayFormat.name)
+    assert len(bundle.included) == 4
+    lines = bundle.render().splitlines()
+    assert lines[2:8] == ["Mon", '* "Note 0."', '* "Note 1."', "Wed", '* "Note 2."',
+                          '* "Note 3."']
+    assert bundle.tokens_used == len(get_encoding(DEFAULT_ENCODING).encode_ordinary(
+        bundle.render()))

@@ -77,6 +77,11 @@ class BaseFormat:
         return ()."""
         return ()
 
+    def date_order(self, view: RecordView, dates: tuple[str, ...]) -> tuple[str, ...]:
+        """The key that puts a section's dated records in date order: sorted by it, each of
+        their date lines must form one run. The date lines themselves by default."""
+        return dates
+
     def metadata_line(self, *, tokens_used: int, budget: int, conflicts: Sequence[object],
                       excluded_count: int) -> str:
         """The RFC section 6 metadata line; `conflicts` are id pairs, or pair labels when

@@ -94,6 +94,12 @@ class ReaderFormat(BaseFormat):
                 _DATE_LINES[key] = got
         return got
 
+    def date_order(self, view: RecordView, dates: tuple[str, ...]) -> tuple[str, ...]:
+        # '28 May' does not sort by date; the ISO label does, and in ISO order every year,
+        # day and time is one run (the order version 2's ISO day lines sorted in).
+        when = view.candidate.event_time
+        return (reader_label(when),) if dates and when is not None else ()
+
     def metadata_line(self, *, tokens_used: int, budget: int, conflicts: Sequence[object],
                       excluded_count: int) -> str:
         return short_metadata_line(tokens_used=tokens_used, budget=budget, conflicts=conflicts,

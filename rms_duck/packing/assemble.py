@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 
 from ..formats.metadata import solve_tokens_used
 from ..formats.reader import UNDATED_LINE
-from ..timefmt import reader_label
 from .layout import Entry, Layout
 
 
@@ -40,7 +39,8 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         if arrange is not None:
             group = arrange(group)
         elif any(entry.dates for entry in group):
-            group = sorted(group, key=_date_order)  # stable: packing order within a date
+            order = getattr(fmt, "date_order", None)  # formats without it: the lines
+            group = sorted(group, key=lambda e: _date_order(e, order))  # stable
         groups.append(group)
     pair_labels = _pair_labels([e for group in groups for e in group]) if labelled else {}
     entries: list[Entry] = []
@@ -112,13 +112,11 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
     return []
 
 
-def _date_order(entry: Entry) -> tuple:
-    # The ISO label, not the date lines themselves: '28 May' does not sort by date. ISO
-    # order keeps every year, day and time a contiguous run, so each is stated once.
+def _date_order(entry: Entry, order) -> tuple:
     c = entry.candidate
     position = c.session_position if c.session_position is not None else -1
-    when = reader_label(c.event_time) if entry.dates and c.event_time is not None else ""
-    return when, c.session_id or "", position
+    key = entry.dates if order is None else order(entry.view, entry.dates)
+    return key, c.session_id or "", position
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:
