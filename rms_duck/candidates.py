@@ -205,15 +205,20 @@ _MEANINGS = {
 
 
 def _instant(where: _Where, field: str, value: object) -> datetime:
-    if isinstance(value, datetime):
-        return as_utc(value)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
-    if isinstance(value, str):
-        try:
-            return as_utc(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
-        except ValueError:
-            pass
+    try:
+        if isinstance(value, datetime):
+            return as_utc(value)
+        if isinstance(value, date):
+            return datetime(value.year, value.month, value.day)
+        if isinstance(value, str):
+            try:
+                return as_utc(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+            except ValueError:
+                pass
+    except OverflowError:
+        # '0001-01-01T00:00:00+05:00' is a valid text, but its UTC instant is before year 1.
+        raise where.fail(field, value, "must be a time whose UTC instant falls in years 1 to "
+                         "9999", "pass a time at least a day inside that range") from None
     raise where.fail(field, value, "must be a timestamp",
                      "pass a TIMESTAMPTZ or ISO-8601 text such as '2026-09-14T00:00:00+00:00'")
 

@@ -219,13 +219,15 @@ def _convert_times(columns: dict[str, list[Any]]) -> set[int]:
         for row, value in enumerate(values):
             if value is None or (type(value) is datetime and value.tzinfo is UTC):
                 continue
-            if type(value) is str:
-                # SQL hands times over as text. Text fromisoformat() takes as it is parses as
-                # _instant() parses it after strip() and 'Z' -> '+00:00': skip those steps.
+            if type(value) is str and "Z" not in value:
+                # SQL hands times over as text ('2023-01-05 12:34:00+00'). Without a 'Z',
+                # _instant() parses the text as it is (fromisoformat() refuses surrounding
+                # spaces, which strip() would remove), so skip its steps; anything that fails
+                # here, an out-of-range offset included, goes the row checks' way below.
                 try:
                     values[row] = as_utc(datetime.fromisoformat(value))
                     continue
-                except ValueError:
+                except Exception:  # noqa: BLE001, S112 - the path below reports it
                     pass
             try:
                 values[row] = _instant(_Where(row, None), name, value)

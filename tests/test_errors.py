@@ -282,3 +282,19 @@ def test_failure_while_writing_the_receipt_rolls_back_the_bundle(con):
     # The connection is usable again, and the next pack stores both rows.
     rms_duck.pack(con, pa.Table.from_pylist([{**GOOD, "id": "c"}]), budget=500)
     assert count_stored(con) == (2, 2)
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"])
+def test_a_time_whose_utc_instant_leaves_the_calendar_is_named(when):
+    # Valid ISO text whose UTC instant falls before year 1 or after 9999: a CandidateError
+    # naming the field, in Python and in SQL, not a bare OverflowError.
+    rows = [{"id": "a", "score": 0.5, "content": "x", "event_time": when}]
+    message = r"candidate #0 \(id 'a'\): field 'event_time' must be a time whose UTC instant"
+    with pytest.raises(CandidateError, match=message):
+        rms_duck.pack_candidates(rows, budget=300)
+    con = rms_duck.connect()
+    with pytest.raises(CandidateError, match=message):
+        rms_duck.pack(con, pa.Table.from_pylist(rows), budget=300, store=False)
+    with pytest.raises(duckdb.Error, match=message):
+        con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x', "
+                    "'event_time': ?}], 300)", [when]).fetchall()
