@@ -38,6 +38,17 @@ def reader_label(value: datetime) -> str:
 
 def parse_instant(field: str, value: object) -> datetime:
     """Accept a datetime, a date, or ISO-8601 text; raise ConfigError naming the field."""
+    parsed = _parse_instant(field, value)
+    try:
+        as_utc(parsed)  # printed in UTC later: '0001-01-01T00:00:00+05:00' cannot be
+    except OverflowError:
+        raise ConfigError(
+            f"config field {field!r} must be a time whose UTC instant falls in years 1 to "
+            f"9999, got {value!r}; pass a time at least a day inside that range") from None
+    return parsed
+
+
+def _parse_instant(field: str, value: object) -> datetime:
     if isinstance(value, datetime):
         return value
     if isinstance(value, date):

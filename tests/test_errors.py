@@ -5,6 +5,8 @@ and a failed pack stores nothing.
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pyarrow as pa
 import pytest
@@ -298,3 +300,16 @@ def test_a_time_whose_utc_instant_leaves_the_calendar_is_named(when):
     with pytest.raises(duckdb.Error, match=message):
         con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x', "
                     "'event_time': ?}], 300)", [when]).fetchall()
+
+
+def test_a_reference_time_whose_utc_instant_leaves_the_calendar_is_named():
+    message = (r"config field 'reference_time' must be a time whose UTC instant falls in "
+               r"years 1 to 9999, got '0001-01-01T00:00:00\+05:00'")
+    config = {"reference_time": "0001-01-01T00:00:00+05:00", "query": "when did it start?"}
+    with pytest.raises(ConfigError, match=message):
+        rms_duck.pack_candidates([{"id": "a", "score": 0.5, "content": "x"}], budget=300,
+                                 config=config)
+    con = rms_duck.connect()
+    with pytest.raises(duckdb.Error, match=message):
+        con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], 300, ?)",
+                    [json.dumps(config)]).fetchall()
