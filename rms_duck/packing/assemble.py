@@ -112,7 +112,7 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
     return []
 
 
-def _date_order(entry: Entry, order) -> tuple:
+def _date_order(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
     c = entry.candidate
     position = c.session_position if c.session_position is not None else -1
     key = entry.dates if order is None else order(entry.view, entry.dates)
