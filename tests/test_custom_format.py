@@ -131,3 +131,26 @@ def test_a_format_with_its_own_date_lines_states_each_once_in_their_order():
                           '* "Note 3."']
     assert bundle.tokens_used == len(get_encoding(DEFAULT_ENCODING).encode_ordinary(
         bundle.render()))
+
+
+class ChronologicalWeekdayFormat(WeekdayFormat):
+    """Weekday lines ordered by the instant: date_order reads event_time, which only dated
+    records have, so it must never be asked about an undated one."""
+
+    name = "weekday_by_time_test"
+
+    def date_order(self, view: RecordView, dates: tuple[str, ...]) -> tuple[str, ...]:
+        return (view.candidate.event_time.isoformat(),)
+
+
+def test_date_order_is_asked_about_dated_records_only_and_undated_ones_come_first():
+    register_format(ChronologicalWeekdayFormat())
+    try:
+        rows = [{"id": "d1", "score": 0.9, "content": "Dated.",
+                 "event_time": "2026-01-05T12:00:00Z"},
+                {"id": "u1", "score": 0.8, "content": "Undated."}]
+        bundle = rms_duck.pack_candidates(rows, budget=500,
+                                          config={"context_format": "weekday_by_time_test"})
+    finally:
+        FORMATS.pop(ChronologicalWeekdayFormat.name)
+    assert bundle.render().splitlines()[2:5] == ['* "Undated."', "Mon", '* "Dated."']

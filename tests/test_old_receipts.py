@@ -2,7 +2,7 @@
 
 tests/data/receipts_v0_2_cl100k holds three bundles and their receipt chain written by
 rms_duck 0.2.0 at commit e787990 (default cl100k_base; configs without a `model` key);
-tests/data/receipts_v2_reader_dates holds three dated reader packs written at commit c162b22
+tests/data/receipts_v2_reader_dates holds four dated reader packs written at commit c162b22
 (receipt_version 2, whose reader format printed 'YYYY-MM-DD' day lines). Both were exported
 with COPY ... (FORMAT json); make.py beside each is the script that wrote them.
 """

@@ -115,7 +115,10 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
 def _date_order(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
     c = entry.candidate
     position = c.session_position if c.session_position is not None else -1
-    key = entry.dates if order is None else order(entry.view, entry.dates)
+    if not entry.dates:
+        key: tuple = ()  # undated records first; a format's date_order sees dated ones only
+    else:
+        key = entry.dates if order is None else order(entry.view, entry.dates)
     return key, c.session_id or "", position
 
 
