@@ -96,9 +96,10 @@ class ReaderFormat(BaseFormat):
 
     def date_order(self, view: RecordView, dates: tuple[str, ...]) -> tuple[str, ...]:
         # '28 May' does not sort by date; the ISO label does, and in ISO order every year,
-        # day and time is one run (the order version 2's ISO day lines sorted in).
+        # day and time is one run (the order version 2's ISO day lines sorted in). Asked
+        # about dated records only, so the instant is there.
         when = view.candidate.event_time
-        return (reader_label(when),) if dates and when is not None else ()
+        return () if when is None else (reader_label(when),)
 
     def metadata_line(self, *, tokens_used: int, budget: int, conflicts: Sequence[object],
                       excluded_count: int) -> str:
