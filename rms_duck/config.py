@@ -145,6 +145,18 @@ def _resolve_encoding(config: PackingConfig) -> None:
     object.__setattr__(config, "encoding", implied)
 
 
+_DEFAULT_CONFIG: list[PackingConfig] = []
+
+
+def _default_config() -> PackingConfig:
+    """One shared default config (it is frozen): building and validating it again for every
+    pack cost more than some small packs, and the receipt's config text is remembered per
+    config object, so a shared one is written once."""
+    if not _DEFAULT_CONFIG:
+        _DEFAULT_CONFIG.append(PackingConfig())
+    return _DEFAULT_CONFIG[0]
+
+
 def parse_config(value: object) -> PackingConfig:
     """Build a PackingConfig from None, a PackingConfig, a dict, or JSON text.
 
@@ -152,7 +164,7 @@ def parse_config(value: object) -> PackingConfig:
         ConfigError: malformed JSON, an unknown key or an invalid value.
     """
     if value is None:
-        return PackingConfig()
+        return _default_config()
     if isinstance(value, PackingConfig):
         return value
     if isinstance(value, (str, bytes)):

@@ -262,3 +262,18 @@ def test_harden_escapes_exactly_what_the_pattern_names(text):
 
     encoded = json.dumps(text, ensure_ascii=False)
     assert harden(encoded) == _EXTRA.sub(_escape_match, encoded)
+
+
+def test_packs_without_a_config_share_one_frozen_default():
+    import dataclasses
+
+    from rms_duck.config import PackingConfig, parse_config
+
+    shared = parse_config(None)
+    assert shared is parse_config(None) and shared == PackingConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shared.overhead_tokens = 0  # type: ignore[misc]
+    first = pack_candidates([{"id": "a", "score": 0.5, "content": "x"}], budget=300)
+    assert first.config is shared
+    assert first.receipt == pack_candidates([{"id": "a", "score": 0.5, "content": "x"}],
+                                            budget=300, config=PackingConfig()).receipt
