@@ -102,6 +102,46 @@ def test_a_new_process_repack_tokenizes_only_the_metadata_and_output_check(con, 
     assert counter.misses <= 2
 
 
+def test_a_warm_repack_neither_forecasts_nor_loads(con, monkeypatch):
+    """Every line this process costed before: nothing to load, so nothing is forecast."""
+    query = "SELECT id::VARCHAR AS id, 0.5 AS score, content FROM rms_nodes ORDER BY id"
+    con.executemany("INSERT INTO rms_nodes (id, content) VALUES (?, ?)",
+                    [[node_id(i), f"memory {i} about the trip"] for i in range(40)])
+    forecasts = []
+    real = costcache.likely_lines
+
+    def counted(*args):
+        forecasts.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(costcache, "likely_lines", counted)
+    _cold()
+    first = rms_duck.pack(con, query, budget=400)
+    assert len(forecasts) == 1  # cold: the first line no cache holds loads the stored costs
+    again = rms_duck.pack(con, query, budget=400)
+    assert len(forecasts) == 1
+    assert (again.context, again.receipt) == (first.context, first.receipt)
+    rms_duck.pack(con, query, budget=300)  # a new budget: a new metadata line to cost
+    assert len(forecasts) == 2
+
+
+def test_the_first_miss_loads_once_and_the_loaded_cost_serves_it(enc):
+    counter = LineCounter(record=True, shared=False)  # a cache of its own to fill here
+    calls = []
+
+    def load(c):
+        calls.append(1)
+        c.prime([("- \"stored\"", 4)])
+
+    counter.load_on_first_miss(load)
+    counter._cache["- \"cached\""] = 5
+    assert counter.line_cost("- \"cached\"") == 5 and calls == []
+    assert counter.line_cost("- \"stored\"") == 4 and calls == [1]
+    assert counter.consulted == {"- \"stored\""}
+    assert counter.line_cost("- \"new\"") == len(enc.encode_ordinary('- "new"\n'))
+    assert calls == [1] and counter.misses == 1
+
+
 def test_a_wrong_persisted_cost_cannot_break_the_budget(con, enc):
     """The cache is trusted for selection only; the whole output is always recounted."""
     candidates = rows(30)

@@ -253,14 +253,17 @@ def _node_batches(con) -> Iterable[list[Candidate]]:
 
 def primed_counter(con, candidates: Sequence[Candidate], config: PackingConfig,
                    budget: object) -> LineCounter | None:
-    """A recording LineCounter holding the persisted costs this pack will likely need.
+    """A recording LineCounter that loads the persisted costs this pack will likely need at
+    its first line no cache holds: a pack whose every line this process has costed before
+    neither forecasts its lines nor queries rms_line_costs.
 
     None when the budget is not a positive whole number: pack_candidates() then reports it.
     """
     if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
         return None
     counter = LineCounter(config.encoding, record=True)
-    prime_for_pack(con, counter, candidates, config, budget)
+    counter.load_on_first_miss(
+        lambda counter: prime_for_pack(con, counter, candidates, config, budget))
     return counter
 
 

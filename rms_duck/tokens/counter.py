@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..escape import utf8
 from .encodings import DEFAULT_ENCODING, get_encoding, load_encoding
@@ -146,6 +146,8 @@ class LineCounter:
         self.consulted: set[str] = set()
         self.rejected: dict[str, int] = {}
         self.mismatches = 0
+        # Called once, at the first line no cache holds (see load_on_first_miss).
+        self._on_first_miss: Callable[[LineCounter], object] | None = None
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -157,6 +159,12 @@ class LineCounter:
             cost = self._loaded.get(line)
             if cost is not None:
                 self.consulted.add(line)
+        if cost is None and self._on_first_miss is not None:
+            load, self._on_first_miss = self._on_first_miss, None
+            load(self)
+            cost = self._loaded.get(line)
+            if cost is not None:
+                self.consulted.add(line)
         if cost is None:
             cost = len(self._encode(line + "\n"))
             self.misses += 1
@@ -164,6 +172,12 @@ class LineCounter:
             if self._fresh is not None:
                 self._fresh[line] = cost
         return cost
+
+    def load_on_first_miss(self, load: Callable[[LineCounter], object]) -> None:
+        """Call `load(self)` (which primes this counter) just before the first line that
+        neither cache holds is tokenized; never, if every line asked for is cached. A warm
+        process then skips forecasting a pack's lines for storage it would not need."""
+        self._on_first_miss = load
 
     def cached_cost(self, line: str) -> int | None:
         cost = self._cache.get(line)
