@@ -241,3 +241,34 @@ def finish(rows: Sequence[Row]) -> list[Candidate]:
     from .candidates import to_candidates
 
     return to_candidates(rows)
+
+
+def plain_types(table: Any) -> Any:
+    """`table` with Arrow's view types cast to the plain ones: polars hands text over as
+    string_view, which pyarrow can neither sort nor take, and which the column checks
+    above do not read. Text becomes large_string (no 2 GiB limit per chunk), bytes
+    large_binary, at any depth (a VARCHAR[] of paths too). Other tables pass as they are."""
+    import pyarrow as pa
+
+    schema = table.schema
+    plain = pa.schema([field.with_type(_plain_type(field.type)) for field in schema],
+                      metadata=schema.metadata)
+    return table if plain.equals(schema) else table.cast(plain)
+
+
+def _plain_type(kind: Any) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_string_view(kind):
+        return pa.large_string()
+    if pa.types.is_binary_view(kind):
+        return pa.large_binary()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind) \
+            or pa.types.is_large_list_view(kind):
+        value = kind.value_field
+        inner = value.with_type(_plain_type(value.type))
+        return pa.large_list(inner) if pa.types.is_large_list(kind) or \
+            pa.types.is_large_list_view(kind) else pa.list_(inner)
+    if pa.types.is_struct(kind):
+        return pa.struct([field.with_type(_plain_type(field.type)) for field in kind])
+    return kind

@@ -102,6 +102,24 @@ def test_row_order_chunking_and_input_kind_do_not_change_the_bytes(con):
     assert rms_duck.pack_batches(batch, by="q", budget=512).equals(out)
 
 
+def test_polars_text_columns_pack_as_their_pyarrow_equivalent(con):
+    # polars hands text over as string_view, which pyarrow can neither sort nor take.
+    import polars as pl
+
+    table = pa.Table.from_pylist([
+        {"g": g, "paths": [["VECTOR"], ["VECTOR", "LEXICAL"], None][i % 3], **row}
+        for i, (g, row) in enumerate(zip(["b", None, "a", "b", None, "a"], rows(6),
+                                         strict=True))])
+    frame = pl.from_arrow(table)
+    assert pa.types.is_string_view(pa.table(frame).schema.field("g").type)
+    expected = rms_duck.pack_batches(table, by="g", budget=300)
+    got = rms_duck.pack_batches(frame, by="g", budget=300)
+    assert got.column("g").to_pylist() == ["a", "b", None]
+    assert got.drop_columns(["g"]).equals(expected.drop_columns(["g"]))
+    by_query = rms_duck.pack(con, frame, budget=300, store=False)
+    assert by_query.context == rms_duck.pack(con, table, budget=300, store=False).context
+
+
 def test_nanosecond_pandas_times_match_microsecond_ones():
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame(rows(3))

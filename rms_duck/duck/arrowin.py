@@ -10,11 +10,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..columnar import plain_types
 from ..errors import CandidateError
 
 
 def arrow_table(data: Any) -> pa.Table:
-    """`data` as a pyarrow Table, or a CandidateError that says what to pass instead."""
+    """`data` as a pyarrow Table (view types cast to plain ones), or a CandidateError that
+    says what to pass instead."""
+    return plain_types(_any_table(data))
+
+
+def _any_table(data: Any) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):

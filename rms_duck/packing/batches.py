@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..candidates import to_candidates
-from ..columnar import Row, intake
+from ..columnar import Row, intake, plain_types
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
 from ..receipts import inputs_json
@@ -253,7 +253,12 @@ def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def as_table(table: Any) -> pa.Table:
-    """Arrow data of any kind as a pyarrow Table; a pandas index is dropped, never a column."""
+    """Arrow data of any kind as a pyarrow Table; a pandas index is dropped, never a column,
+    and view types (polars' text) become plain ones (columnar.plain_types)."""
+    return plain_types(_any_table(table))
+
+
+def _any_table(table: Any) -> pa.Table:
     import pyarrow as pa
 
     if isinstance(table, pa.Table):
