@@ -2,9 +2,11 @@
 
 The rows are sorted by the group key first (ddf.sort_values), which range-partitions them
 on the key's first column, so a group never straddles two partitions and the output
-comes back in key order. Each partition then packs its groups with pack_batches(), on the
-same code path as DuckDB's pack_context(), so the bytes do not depend on the engine, the
-number of partitions or the number of workers. dask is imported on first use.
+comes back in key order; rows whose first key is NULL are packed in one partition of
+their own, last, as pack_batches() puts the NULL group last. Each partition then packs
+its groups with pack_batches(), on the same code path as DuckDB's pack_context(), so the
+bytes do not depend on the engine, the number of partitions or the number of workers.
+dask is imported on first use.
 """
 
 from __future__ import annotations
@@ -55,10 +57,17 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
         raise ConfigError(f"group key column {missing[0]!r} is not in the DataFrame (columns: "
                           f"{', '.join(map(str, ddf.columns))}); pass by= one of those")
     meta = _meta(pd, ddf._meta, keys, inputs)
-    ordered = ddf.sort_values(keys)
-    return ordered.map_partitions(
-        _pack_partition, keys=keys, budget=budget, config=config, line_costs=line_costs,
-        inputs=inputs, meta=meta)
+    options = {"keys": keys, "budget": budget, "config": config, "line_costs": line_costs,
+               "inputs": inputs, "meta": meta}
+    # sort_values range-partitions rows by the first key, but spreads the rows whose first
+    # key is NULL over partitions (and cannot range-partition text holding NULLs). Those rows
+    # go to one partition of their own, packed last, where pack_batches() groups and sorts
+    # them as it would in one process.
+    null_first = ddf[keys[0]].isna()
+    keyed = ddf[~null_first].sort_values(keys).map_partitions(_pack_partition, **options)
+    unkeyed = ddf[null_first].repartition(npartitions=1).map_partitions(_pack_partition,
+                                                                         **options)
+    return dd.concat([keyed, unkeyed])
 
 
 def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingConfig,

@@ -102,6 +102,19 @@ def test_row_order_chunking_and_input_kind_do_not_change_the_bytes(con):
     assert rms_duck.pack_batches(batch, by="q", budget=512).equals(out)
 
 
+def test_nan_keys_form_one_group_as_in_duckdb(con):
+    table = pa.table({"q": [1.0, float("nan"), None, float("nan"), None, 2.0, float("inf")],
+                      "id": list("abcdefg"), "score": [0.9, 0.4, 0.7, 0.5, 0.5, 0.5, 0.5],
+                      "content": [f"record {c}" for c in "abcdefg"]})
+    con.register("nan_keys", table)
+    expected = con.sql("SELECT q, pack_context(list(r), 300).context FROM nan_keys AS r "
+                       "GROUP BY q ORDER BY q NULLS LAST").fetchall()
+    out = rms_duck.pack_batches(table, by="q", budget=300)
+    got = list(zip(out.column("q").to_pylist(), out.column("context").to_pylist(), strict=True))
+    assert [(repr(q), c) for q, c in got] == [(repr(q), c) for q, c in expected]
+    assert len(got) == 5
+
+
 def test_polars_text_columns_pack_as_their_pyarrow_equivalent(con):
     # polars hands text over as string_view, which pyarrow can neither sort nor take.
     import polars as pl

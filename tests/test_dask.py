@@ -80,6 +80,40 @@ def test_the_result_does_not_depend_on_partitions(con, client):
         assert _rows(result.compute()) == expected
 
 
+def test_null_keys_form_one_group_last_whatever_the_partitions(con, client):
+    # Integer and text keys with NULLs, one key and two: the same groups, bytes and order
+    # as pack_batches() in one process, and one receipt per group when stored.
+    frame = pd.DataFrame({
+        "q": pd.array([1, None, 2, None, 1, None, 3, 2], dtype="Int64"),
+        "t": ["b", None, "a", None, "b", "c", None, "a"],
+        "r": pd.array([1, 2, None, 1, None, 3, 3, None], dtype="Int64"),
+        "id": [f"n{i}" for i in range(8)], "score": [0.9, 0.4, 0.7, 0.3, 0.5, 0.5, 0.6, 0.2],
+        "content": [f"record {i}" for i in range(8)]})
+    for by in ("q", "t", ["t", "r"]):
+        expected = rms_duck.pack_batches(frame, by=by, budget=300, inputs=True)
+        for n in (1, 2, 3, 5):
+            result = pack_groups(dd.from_pandas(frame, npartitions=n), by=by, budget=300,
+                                 inputs=True).compute()
+            got = pa_table(result)
+            assert got.drop_columns(_names(by)).equals(expected.drop_columns(_names(by))), (by, n)
+            for key in _names(by):
+                assert got.column(key).to_pylist() == expected.column(key).to_pylist()
+    stored = rms_duck.store_batches(con, pack_groups(dd.from_pandas(frame, npartitions=3),
+                                                     by="q", budget=300, inputs=True).compute())
+    assert stored.column("q").to_pylist() == [1, 2, 3, None]
+    assert rms_duck.verify_receipts(con) == []
+
+
+def pa_table(result):
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(result, preserve_index=False)
+
+
+def _names(by) -> list[str]:
+    return [by] if isinstance(by, str) else list(by)
+
+
 def test_workers_read_the_exported_line_costs(con, client, tmp_path):
     table = _nodes_store(con, 320)
     path = tmp_path / "costs.parquet"

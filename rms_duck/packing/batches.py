@@ -295,7 +295,9 @@ def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
 
 
 def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
-    """The first row of each run of equal keys in the sorted table (NULL equals NULL)."""
+    """The first row of each run of equal keys in the sorted table (NULL equals NULL, and
+    NaN equals NaN: DuckDB's GROUP BY makes one group of each)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(data)
@@ -307,6 +309,9 @@ def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
         a, b = column.slice(1), column.slice(0, n - 1)
         differs = pc.if_else(pc.and_(a.is_valid(), b.is_valid()),
                              pc.not_equal(a, b), pc.not_equal(a.is_valid(), b.is_valid()))
+        if pa.types.is_floating(column.type):
+            both_nan = pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)
+            differs = pc.and_(differs, pc.invert(both_nan))
         changed = differs if changed is None else pc.or_(changed, differs)
     assert changed is not None
     return [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
