@@ -52,6 +52,9 @@ def test_threads_with_their_own_cursors_keep_one_chain_consistent(con):
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(total,)]
     assert con.execute("SELECT session_id, count(*) FROM rms_bundles GROUP BY ALL ORDER BY 1"
                        ).fetchall() == [(f"thread-{t}", PACKS) for t in range(THREADS)]
+    # The clock is read under the append lock: times never go down as seq goes up.
+    assert con.execute("SELECT count(*) FROM (SELECT created_at < lag(created_at) OVER "
+                       "(ORDER BY seq) AS back FROM rms_receipts) WHERE back").fetchall() == [(0,)]
     assert rms_duck.verify_receipts(con) == []
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import uuid
 
 import pyarrow as pa
 import pytest
@@ -38,13 +39,35 @@ def test_deeply_nested_structured_value_is_a_candidate_error(con):
 
 @pytest.mark.parametrize("store", [True, False])
 def test_a_budget_beyond_32_bits_says_the_range(con, store):
-    with pytest.raises(ConfigError, match=r"at most 2,147,483,647 tokens.*1\.\.2,147,483,647"):
+    with pytest.raises(ConfigError, match=r"in -2,147,483,648\.\.2,147,483,647 tokens.*1\.\.2,147"):
         rms_duck.pack(con, pa.Table.from_pylist([ROW]), budget=2**31, store=store)
     assert rms_duck.pack(con, pa.Table.from_pylist([ROW]), budget=2**31 - 1).tokens_used > 0
 
 
+@pytest.mark.parametrize("store", [False, True])
+def test_budgets_and_labels_the_tables_cannot_hold_are_named_and_nothing_is_stored(con, store):
+    table = pa.Table.from_pylist([ROW])
+    cases = [
+        ({"budget": -2**31 - 1}, r"budget must be in -2,147,483,648\.\.2,147,483,647 tokens"),
+        ({"budget": 300, "namespace": 5}, r"namespace must be text \(or None\), got int 5"),
+        ({"budget": 300, "session_id": uuid.UUID(int=7)},
+         r"session_id must be text \(or None\), got UUID"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            rms_duck.pack(con, table, store=store, **kwargs)
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+    # RFC section 7: a budget of 0 or less gives an empty bundle, never an error; the
+    # stored `available` (an INTEGER) is floored at the smallest one.
+    for budget, overhead in ((-2**31, 100), (-5, 2**31 - 1), (-5, 10**12)):
+        bundle = rms_duck.pack(con, table, budget=budget, config={"overhead_tokens": overhead},
+                               store=True)
+        assert bundle.flags == ("BUDGET_ERROR",) and bundle.available == -2**31
+    assert rms_duck.verify_receipts(con) == []
+
+
 def test_a_budget_beyond_32_bits_in_sql_says_the_range(con):
-    with pytest.raises(Exception, match=r"ConfigError: budget must be at most 2,147,483,647"):
+    with pytest.raises(Exception, match=r"ConfigError: budget must be in -2,147,483,648\.\."):
         con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "
                     "2147483648)").fetchall()
 

@@ -85,6 +85,10 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
               namespace: str | None = None, session_id: str | None = None) -> MemoryBundle:
     """pack() for candidate rows already in Python (dicts): the CLI and MCP server use it."""
     config = parse_config(config)
+    for name, value in (("namespace", namespace), ("session_id", session_id)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{name} must be text (or None), got {type(value).__name__} "
+                              f"{value!r}; pass str({name})")
     validated = to_candidates(rows)
     # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing; they
     # are checked, so a wrong one cannot change the bundle.

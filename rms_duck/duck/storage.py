@@ -76,9 +76,11 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
     scan = False
     try:
         for attempt in range(_RETRIES):
-            created = as_utc(now).replace(tzinfo=UTC) if now is not None else datetime.now(UTC)
             try:
                 with _APPEND_LOCK:
+                    # Read inside the lock: times must not go down as seq goes up.
+                    created = (as_utc(now).replace(tzinfo=UTC) if now is not None
+                               else datetime.now(UTC))
                     return _store_once(cur, bundle, body, inputs, chain, session_id, query,
                                        created, scan=scan)
             except duckdb.Error as exc:

@@ -66,6 +66,7 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
           counter: LineCounter | None) -> MemoryBundle:
     config = parse_config(config)
     budget = _check_budget(budget)
+    available = _available(budget, config)
     rows = to_candidates(candidates)
     counter = counter or LineCounter(config.encoding)
     if counter.encoding != config.encoding:
@@ -74,7 +75,6 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
             f"is {config.encoding!r}; pass LineCounter({config.encoding!r}) or no counter")
     pool, duplicates = dedupe(rows)
     pool, below = split_min_score(pool, config)
-    available = budget - config.overhead_tokens
     conflicts = conflict_map(pool)
 
     fmt = config.format
@@ -139,11 +139,19 @@ def _check_budget(budget: object) -> int:
         raise ConfigError(
             f"budget must be a whole number of tokens, got {budget!r}; pass for example 4096"
         )
-    if budget > MAX_BUDGET:
+    if not -MAX_BUDGET - 1 <= budget <= MAX_BUDGET:
         raise ConfigError(
-            f"budget must be at most {MAX_BUDGET:,} tokens (it is stored as a 32-bit INTEGER), "
-            f"got {budget:,}; pass a budget in 1..{MAX_BUDGET:,} (0 or less gives BUDGET_ERROR)")
+            f"budget must be in {-MAX_BUDGET - 1:,}..{MAX_BUDGET:,} tokens (it is stored as a "
+            f"32-bit INTEGER), got {budget:,}; pass a budget in 1..{MAX_BUDGET:,} (0 or less "
+            "gives BUDGET_ERROR)")
     return budget
+
+
+def _available(budget: int, config: PackingConfig) -> int:
+    """budget - overhead_tokens, floored at the smallest 32-bit INTEGER (rms_bundles stores
+    it as one). Only a budget that is already BUDGET_ERROR can reach the floor, and the RFC
+    wants such a budget to give an empty bundle, not an error."""
+    return max(budget - config.overhead_tokens, -MAX_BUDGET - 1)
 
 
 def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
