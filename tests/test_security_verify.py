@@ -126,6 +126,18 @@ def test_every_bundle_column_is_bound_to_the_receipt(con, column, value):
         ("BUNDLE_FIELD_MISMATCH", True)}
 
 
+def test_a_case_only_edit_is_reported_whatever_collation_the_caller_set(tmp_path):
+    path = str(tmp_path / "c.duckdb")
+    con = rms_duck.connect(path)
+    rms_duck.pack(con, pa.Table.from_pylist([{"id": "a", "score": 0.5, "content": "x"}]),
+                  budget=300, session_id="s1")
+    con.execute("UPDATE rms_bundles SET session_id = 'S1'")
+    con.execute("UPDATE rms_receipts SET receipt_sha256 = upper(receipt_sha256)")
+    con.execute("SET GLOBAL default_collation = 'nocase'")
+    assert codes(rms_duck.verify_receipts(con)) == {"BUNDLE_FIELD_MISMATCH", "DIGEST_MISMATCH"}
+    con.close()
+
+
 def test_every_bundle_column_is_checked_by_verify(con):
     """A new rms_bundles column must be bound, or derived and checked, before it ships."""
     columns = {c for (c,) in con.execute(

@@ -20,7 +20,10 @@ def utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 def cursor(con: duckdb.DuckDBPyConnection, *, macros: bool = False) -> duckdb.DuckDBPyConnection:
-    """A cursor for this thread, also in UTC; macros=True also creates the TEMP macros on it
-    (a cursor does not see the connection's TEMP macros; this costs tens of milliseconds)."""
+    """A cursor for this thread, in UTC and comparing text byte for byte (a caller's
+    `SET GLOBAL default_collation = 'nocase'` would make a verify miss case-only edits and
+    a chain lookup match the wrong namespace); macros=True also creates the TEMP macros on
+    it (a cursor does not see the connection's TEMP macros; this costs tens of ms)."""
     cur = utc(con.cursor())
+    cur.execute("SET SESSION default_collation = 'binary'")
     return install_macros(cur) if macros else cur
