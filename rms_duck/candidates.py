@@ -77,8 +77,10 @@ def _check_enum(where: _Where, name: str, value: object, values: dict[str, Any])
 
 
 def _check_time(where: _Where, name: str, value: object, values: dict[str, Any]) -> None:
-    values[name] = (value if type(value) is datetime and value.tzinfo is UTC  # type: ignore[union-attr]
-                    else _instant(where, name, value))
+    if type(value) is datetime and value.tzinfo is UTC:  # type: ignore[union-attr]
+        values[name] = value
+    elif not (isinstance(value, datetime) and value != value):  # pandas' NaT is no time: NULL
+        values[name] = _instant(where, name, value)
 
 
 def _check_label(where: _Where, name: str, value: object, values: dict[str, Any]) -> None:
@@ -189,12 +191,18 @@ class _Where:
     def fail(self, field: str, value: object, expectation: str, fix: str) -> CandidateError:
         who = f"candidate #{self.index}"
         if self.raw_id is not None and field != "id":
-            who += f" (id {str(self.raw_id)!r})"
+            raw = self.raw_id
+            shown = str(uuid.UUID(bytes=bytes(raw))) if isinstance(raw, (bytes, bytearray)) \
+                and len(raw) == 16 else str(raw)  # a UUID column read as 16 bytes
+            who += f" (id {shown!r})"
         return CandidateError(f"{who}: field {field!r} {expectation}, got {_show(value)}; {fix}")
 
 
 def _show(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's 4,300-digit printing limit
+        text = f"<a {type(value).__name__} too long to print>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -223,7 +231,10 @@ def _unit(where: _Where, field: str, value: object, required: bool = False) -> f
                          "filter out NULL scores or COALESCE them to 0")
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
         raise where.fail(field, value, "must be a number in [0, 1]", "cast it to DOUBLE")
-    number = float(value)
+    try:
+        number = float(value)
+    except (OverflowError, ValueError):  # 10**400, Decimal('sNaN')
+        number = math.nan
     if math.isnan(number) or not 0.0 <= number <= 1.0:
         raise where.fail(field, value, "must be a number in [0, 1]",
                          "normalise scores into [0, 1] (for example divide by the maximum)")
@@ -262,9 +273,29 @@ _MEANINGS = {
 }
 
 
+class OutOfRangeTime:
+    """A time Arrow holds but Python cannot: DuckDB's 'infinity', or a year past 9999."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def _instant(where: _Where, field: str, value: object) -> datetime:
+    if isinstance(value, OutOfRangeTime) or (
+            isinstance(value, str) and value.strip().lower() in ("infinity", "-infinity")):
+        raise where.fail(field, value, "must be a time in years 1 to 9999",
+                         "pass a time inside that range (NULL for an open end)")
     try:
         if isinstance(value, datetime):
+            if getattr(value, "nanosecond", 0):  # a pandas Timestamp finer than TIMESTAMPTZ
+                raise where.fail(field, value, "has nanoseconds; candidates keep microseconds "
+                                 "(as TIMESTAMPTZ does)", f"round it, e.g. df[{field!r}]"
+                                 ".dt.floor('us')")
             return as_utc(value)
         if isinstance(value, date):
             return datetime(value.year, value.month, value.day)

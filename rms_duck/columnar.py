@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from .candidates import _ENUM_VALUES, _NEW, _SLOTS, _instant, _Where
+from .candidates import _ENUM_VALUES, _NEW, _SLOTS, OutOfRangeTime, _instant, _Where
 from .records import CONDITION_STATES, Candidate
 from .timefmt import as_utc
 
@@ -68,7 +68,7 @@ def _row_builder(present: tuple[str, ...]) -> Callable[..., list[Row]]:
     as long on its own iteration as on setting the slots. Rows the column checks did not
     accept, or holding a time to_candidate() rejects, are handed back as their dicts.
     """
-    env: dict[str, Any] = {"new": _NEW, "Candidate": Candidate}
+    env: dict[str, Any] = {"new": _NEW, "Candidate": Candidate, "readable_row": readable_row}
     values = [f"v{i}" for i, (name, _, _) in enumerate(_SLOTS) if name in present]
     body = []
     for i, (name, default, setter) in enumerate(_SLOTS):
@@ -82,7 +82,7 @@ def _row_builder(present: tuple[str, ...]) -> Callable[..., list[Row]]:
         # range(n) leads: with no present column the loop still visits every row.
         f"    for row, {''.join(v + ', ' for v in values)}in zip(range(n), *columns):",
         "        if not fast[row] or row in bad_times:",
-        "            append(structs[row].as_py())",
+        "            append(readable_row(structs, row))",
         "            continue",
         "        obj = new(Candidate)",
         *body,
@@ -170,11 +170,17 @@ def _columns(structs) -> dict[str, list[Any]]:
         if name in _TIMES and pa.types.is_timestamp(kind) and kind.tz and kind.unit != "ns":
             # Aware instants as microseconds since the epoch: datetimes in UTC built
             # directly, the values to_candidate's as_utc() gives, without a zone lookup.
-            micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
-            out[name] = [None if v is None else _EPOCH + timedelta(microseconds=v)
-                         for v in micros]
-            continue
-        values = column.to_pylist()
+            try:
+                micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+                out[name] = [None if v is None else _EPOCH + timedelta(microseconds=v)
+                             for v in micros]
+                continue
+            except (OverflowError, pa.ArrowInvalid):
+                pass  # 'infinity' or a year past 9999: value by value below
+        try:
+            values = column.to_pylist()
+        except OverflowError:
+            values = [readable(column[i]) for i in range(len(column))]
         convert = _CONVERT.get(name)
         if convert is not None:
             values = convert(values)
@@ -234,6 +240,27 @@ def _convert_times(columns: dict[str, list[Any]]) -> set[int]:
             except Exception:  # noqa: BLE001 - to_candidate() raises it, in row order
                 bad.add(row)
     return bad
+
+
+def readable(scalar: Any) -> Any:
+    """scalar.as_py(), or an OutOfRangeTime (which the row checks reject, naming the row and
+    field) for a value Python cannot hold: DuckDB's 'infinity' time, a year past 9999."""
+    try:
+        return scalar.as_py()
+    except OverflowError:
+        raw = scalar.cast("int64").as_py()
+        # DuckDB stores 'infinity' and '-infinity' as the extreme 64-bit values.
+        name = {2**63 - 1: "infinity", -(2**63) + 1: "-infinity"}.get(raw)
+        return OutOfRangeTime(repr(name) if name else f"{scalar.type} value {raw}")
+
+
+def readable_row(structs: Any, row: int) -> dict[str, Any] | None:
+    """One row as a dict, as StructArray.as_py() gives it, with readable() values."""
+    try:
+        return structs[row].as_py()
+    except OverflowError:
+        names = [structs.type.field(i).name for i in range(structs.type.num_fields)]
+        return {name: readable(structs.field(i)[row]) for i, name in enumerate(names)}
 
 
 def finish(rows: Sequence[Row]) -> list[Candidate]:

@@ -13,7 +13,7 @@ import duckdb
 
 from ..bundle import MemoryBundle
 from ..candidates import to_candidates
-from ..columnar import intake
+from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError
 from .arrowin import arrow_table
@@ -185,7 +185,7 @@ def _check_limits(timeout: object, max_rows: object) -> None:
 
 def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None,
                    *, on_connection: bool = False, timeout: float | None = None,
-                   max_rows: int | None = None) -> list[dict[str, Any]]:
+                   max_rows: int | None = None) -> list[Row]:
     """Run the guarded query inside a READ ONLY transaction: the engine's own second wall.
 
     It runs on a cursor of its own (thread-safe, no clash with the caller's transaction)
@@ -208,9 +208,9 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
         try:
             if timer is not None:
                 timer.start()
-            rows: list[dict[str, Any]] = []
+            rows: list[Row] = []
             for batch in cur.sql(sql, params=list(params or [])).to_arrow_reader(_BATCH_ROWS):
-                rows.extend(batch.to_pylist())
+                rows.extend(intake(batch))  # checked a column at a time, as for tables
                 if max_rows is not None and len(rows) > max_rows:
                     raise QueryLimitError(
                         f"ranking query returned more than max_rows={max_rows:,} rows; rank "

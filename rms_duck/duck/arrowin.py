@@ -6,6 +6,7 @@ the same bundle, as passing the equivalent pyarrow Table.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -30,10 +31,13 @@ def _any_table(data: Any) -> pa.Table:
     to_arrow = getattr(data, "to_arrow_table", None)  # a DuckDB relation
     if callable(to_arrow) and type(data).__module__.startswith(("duckdb", "_duckdb")):
         return to_arrow()
-    if hasattr(data, "__arrow_c_stream__"):  # pandas >= 2.2, polars, DuckDB, nanoarrow...
-        return pa.table(data)
-    if type(data).__module__.startswith("pandas"):  # older pandas without the capsule
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(data, pandas.DataFrame):
+        # Not through __arrow_c_stream__, which keeps a named index as a column: the index
+        # is never a candidate field, as in pack_batches() and SQL.
         return pa.Table.from_pandas(data, preserve_index=False)
+    if hasattr(data, "__arrow_c_stream__"):  # polars, DuckDB, nanoarrow...
+        return pa.table(data)
     raise CandidateError(
         f"candidates must be a ranking query string or an Arrow-capable table (pyarrow, "
         f"pandas, polars, a DuckDB relation, anything with __arrow_c_stream__), got "

@@ -1,0 +1,104 @@
+"""Values at the edges of what each entry path can hold, from the intake review: every path
+accepts the same rows, or refuses them with a CandidateError naming the row and field."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.errors import CandidateError
+from rms_duck.packing.pipeline import pack_candidates
+
+INFINITY_ROWS = ("SELECT * FROM (VALUES ('a', {score}, 'x', NULL::TIMESTAMPTZ), "
+                 "('b', 0.5, 'y', '{when}'::TIMESTAMPTZ)) AS t(id, score, content, valid_to)")
+
+
+def _every_path(con, sql):
+    """Pack the query's rows every way a user can; yield (path, callable)."""
+    table = con.sql(sql).to_arrow_table()
+    yield "query", lambda: rms_duck.pack(con, sql, budget=300, store=False)
+    yield "relation", lambda: rms_duck.pack(con, con.sql(sql), budget=300, store=False)
+    yield "table", lambda: rms_duck.pack(con, table, budget=300, store=False)
+    grouped = table.append_column("g", pa.array([1] * len(table)))
+    yield "batches", lambda: rms_duck.pack_batches(grouped, by="g", budget=300)
+    yield "sql", lambda: con.execute(f"SELECT pack_context(list(c), 300) FROM ({sql}) c")\
+        .fetchall()
+
+
+@pytest.mark.parametrize("when", ["infinity", "-infinity"])
+def test_an_infinite_time_is_refused_naming_the_row_on_every_path(con, when):
+    for path, pack in _every_path(con, INFINITY_ROWS.format(score=0.5, when=when)):
+        with pytest.raises(Exception, match=r"candidate #1 \(id 'b'\): field 'valid_to' must "
+                           rf"be a time in years 1 to 9999, got '{when}'.*NULL for an open end"):
+            pack()
+        assert path
+
+
+def test_an_earlier_rows_error_still_comes_first(con):
+    for _, pack in _every_path(con, INFINITY_ROWS.format(score=1.5, when="infinity")):
+        with pytest.raises(Exception, match=r"candidate #0 \(id 'a'\): field 'score'"):
+            pack()
+
+
+def test_a_year_past_9999_from_arrow_is_named():
+    table = pa.table({"id": ["a"], "score": [0.5], "content": ["x"],
+                      "valid_to": pa.array([253402300800000000], pa.timestamp("us", "UTC"))})
+    with pytest.raises(CandidateError, match=r"field 'valid_to' must be a time in years 1 to "
+                       r"9999, got timestamp\[us, tz=UTC\] value 253402300800000000"):
+        rms_duck.pack(rms_duck.connect(), table, budget=300, store=False)
+
+
+def test_pandas_nat_is_a_null_time_in_dicts_as_in_tables(con):
+    frame = pd.DataFrame({"id": ["a", "b"], "score": [0.9, 0.5], "content": ["x", "y"],
+                          "event_time": [pd.Timestamp("2023-01-05", tz="UTC"), pd.NaT]})
+    by_table = rms_duck.pack(con, frame, budget=300, store=False)
+    for config in ({"context_format": "reader"}, {"context_format": "auditable"}):
+        by_dicts = pack_candidates(frame.to_dict("records"), budget=300, config=config)
+        assert "NaT" not in by_dicts.context
+        assert {r.id for r in by_dicts.included} == {"a", "b"}
+    assert pack_candidates(frame.to_dict("records"), budget=300).context == by_table.context
+
+
+def test_nanosecond_times_are_refused_on_every_pandas_path(con):
+    frame = pd.DataFrame({"id": ["a"], "score": [0.9], "content": ["x"], "event_time": [
+        pd.Timestamp("2023-01-05 12:34:00.123456789", tz="UTC")]})
+    message = r"field 'event_time' has nanoseconds; candidates keep microseconds"
+    with pytest.raises(CandidateError, match=message):
+        pack_candidates(frame.to_dict("records"), budget=300)
+    with pytest.raises(CandidateError, match=message):
+        rms_duck.pack(con, frame, budget=300, store=False)
+    with pytest.raises(CandidateError, match="holds times with nanoseconds"):
+        rms_duck.pack_batches(frame.assign(g=1), by="g", budget=300)
+    whole = frame.assign(event_time=frame.event_time.dt.floor("us"))
+    assert pack_candidates(whole.to_dict("records"), budget=300).tokens_used > 0
+
+
+@pytest.mark.parametrize("value", [10**400, 10**5000, Decimal("sNaN"), Decimal("-Infinity")],
+                         ids=["1e400", "1e5000", "sNaN", "-Infinity"])
+def test_numbers_python_cannot_make_a_float_of_are_named(value):
+    for field in ("score", "salience", "confidence"):
+        row = {"id": "a", "score": 0.5, "content": "x", field: value}
+        with pytest.raises(CandidateError, match=rf"field '{field}' must be a number in \[0, 1\]"):
+            pack_candidates([row], budget=300)
+
+
+def test_a_pandas_index_is_never_a_candidate_field(con):
+    frame = pd.DataFrame({"score": [0.9, 0.5], "content": ["x", "y"], "id": ["a", "b"],
+                          "namespace_id": ["home", "work"]}).set_index("namespace_id")
+    plain = frame.reset_index(drop=True)
+    assert rms_duck.pack(con, frame, budget=300, store=False).context == \
+        rms_duck.pack(con, plain, budget=300, store=False).context
+    with pytest.raises(CandidateError, match="field 'id' is required"):
+        rms_duck.pack(con, frame.reset_index().set_index("id"), budget=300, store=False)
+
+
+def test_an_error_shows_a_binary_uuid_id_as_the_uuid():
+    raw = uuid.UUID(int=42)
+    row = {"id": raw.bytes, "score": 2.0, "content": "x"}
+    with pytest.raises(CandidateError, match=rf"candidate #0 \(id '{raw}'\): field 'score'"):
+        pack_candidates([row], budget=300)
