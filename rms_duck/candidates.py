@@ -352,8 +352,7 @@ def _structured(where: _Where, value: object) -> str:
                              "is nested too deeply to read",
                              "store a flatter JSON value (at most a few hundred levels)") from None
         except ValueError:
-            raise where.fail("structured_value", value, "must be JSON",
-                             "store valid JSON text or a STRUCT") from None
+            raise where.fail("structured_value", value, "must be JSON", _JSON_FIX) from None
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                           default=str)
@@ -362,7 +361,10 @@ def _structured(where: _Where, value: object) -> str:
                          "store a flatter JSON value (at most a few hundred levels)") from None
     except (TypeError, ValueError):
         raise where.fail("structured_value", value, "must be JSON-serialisable",
-                         "store valid JSON text or a STRUCT") from None
+                         _JSON_FIX) from None
+
+
+_JSON_FIX = "store JSON text (in SQL: to_json(value)), or a dict or list in Python"
 
 
 def _clip_nested(value: object) -> str:
