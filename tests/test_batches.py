@@ -306,9 +306,44 @@ def test_store_batches_refuses_edited_or_incomplete_rows(con):
     contexts[2] = contexts[2].replace("a", "b", 1)
     edited = packed.set_column(packed.column_names.index("context"), "context",
                                pa.array(contexts))
-    with pytest.raises(ReceiptError, match="bundle of q=2: context, context_sha256"):
+    with pytest.raises(ReceiptError, match=r"bundle of q=2: its columns \(context, context_sha"):
         rms_duck.store_batches(con, edited)
+
+    def changed(column, change):
+        values = packed.column(column).to_pylist()
+        change(values)
+        return packed.set_column(packed.column_names.index(column), column,
+                                 pa.array(values, packed.schema.field(column).type))
+
+    def swap(values):
+        values[1], values[2] = values[2], values[1]
+
+    def bump(values):
+        values[1] += 1
+
+    def flag(values):
+        values[1] = [*values[1], "BUDGET_OVERFLOW"]
+
+    def drop(values):
+        values[1] = values[1][1:]
+
+    def rescore(values):
+        rows = json.loads(values[1])
+        rows[0]["score"] = rows[0]["score"] / 2
+        values[1] = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    # Rows that would be sealed yet never replay, or fail verify forever: refused, and
+    # nothing of their batch is stored.
+    for column, change, message in (
+            ("inputs", swap, "its inputs are not the candidates its receipt records"),
+            ("inputs", rescore, "its inputs are not the candidates"),
+            ("context_budget", bump, "its columns"), ("flags", flag, "its columns"),
+            ("excluded", drop, "its columns")):
+        with pytest.raises(ReceiptError, match=message):
+            rms_duck.store_batches(con, changed(column, change))
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+    rms_duck.store_batches(con, packed)
+    assert rms_duck.verify_receipts(con) == []
 
 
 def test_import_rms_duck_packing_stays_free_of_pyarrow():

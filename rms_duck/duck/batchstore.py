@@ -122,15 +122,39 @@ def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None) -
                            "pack_batches() returned, unmodified") from None
     digest = sha256_text(row["context"] or "")
     if not (digest == row["context_sha256"] == body.get("context_sha256")
-            and row["tokens_used"] == body.get("tokens_used")):
-        raise ReceiptError(f"bundle of {where}: context, context_sha256, tokens_used and "
+            and row["tokens_used"] == body.get("tokens_used")
+            and row["context_budget"] == body.get("budget")
+            and list(row["flags"] or ()) == body.get("flags")
+            and _counts(row) == _counts_recorded(body)):
+        raise ReceiptError(f"bundle of {where}: its columns (context, context_sha256, "
+                           "tokens_used, context_budget, flags, included, excluded) and its "
                            "receipt disagree; re-pack it rather than storing edited rows")
+    try:
+        inputs = json.loads(row["inputs"])
+        given = sorted((c["id"], c["score"], sha256_text(c["content"])) for c in inputs)
+    except (TypeError, ValueError, KeyError):
+        given = None
+    # The receipt lists every candidate (duplicates too) with its id, score and content
+    # digest: inputs from another row, or edited, would be sealed yet never replay.
+    if given != sorted((c.get("id"), c.get("score"), c.get("content_sha256"))
+                       for c in body.get("candidates") or ()):
+        raise ReceiptError(f"bundle of {where}: its inputs are not the candidates its receipt "
+                           "records; store the table pack_batches() returned, unmodified")
     if namespace is not None:
         chain = namespace
     else:
-        names = {c.get("namespace_id") for c in json.loads(row["inputs"])}
+        names = {c.get("namespace_id") for c in inputs}
         chain = (names.pop() or "") if len(names) == 1 else ""
     return {**row, "body": body, "chain": chain}
+
+
+def _counts(row: dict[str, Any]) -> tuple[int, int]:
+    return len(row["included"] or ()), len(row["excluded"] or ())
+
+
+def _counts_recorded(body: dict[str, Any]) -> tuple[int, int]:
+    decisions = [c.get("decision") for c in body.get("candidates") or ()]
+    return decisions.count("included"), decisions.count("excluded")
 
 
 def _append(cur, rows: list[dict[str, Any]], session_id: str | None) -> list[dict[str, Any]]:
