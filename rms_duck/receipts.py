@@ -25,13 +25,14 @@ from .sha import sha256_text
 # issue-11 bytes (date lines, conflict pair labels). 3: the reader states a year line and
 # '28 May' day lines instead of '2023-05-28'. Older receipts replay with the frozen formats
 # of their version (formats/legacy.py).
-RECEIPT_VERSION = 3
+RECEIPT_VERSION = 4
 
-# Every key of a stored receipt (receipt_version 3). The first group is the body that
+# Every key of a stored receipt (receipt_version 4). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
-    "receipt_version": "format version of the receipt (3; 2 before the reader's year lines, "
-                       "1 before source_type, epistemic and the issue-11 reader and compact "
+    "receipt_version": "format version of the receipt (4; 3 before conflict lines were "
+                       "priced with their pair labels, 2 before the reader's year lines, 1 "
+                       "before source_type, epistemic and the issue-11 reader and compact "
                        "bytes)",
     "encoding": "{name, sha256}: the tokenizer and the sha256 of its BPE ranks",
     "config": "every PackingConfig field, defaults included",

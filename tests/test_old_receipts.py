@@ -3,7 +3,10 @@
 tests/data/receipts_v0_2_cl100k holds three bundles and their receipt chain written by
 rms_duck 0.2.0 at commit e787990 (default cl100k_base; configs without a `model` key);
 tests/data/receipts_v2_reader_dates holds four dated reader packs written at commit c162b22
-(receipt_version 2, whose reader format printed 'YYYY-MM-DD' day lines). Both were exported
+(receipt_version 2, whose reader format printed 'YYYY-MM-DD' day lines);
+tests/data/receipts_v3_conflicts holds eight packs of conflicting records written at commit
+1ec5b60 (receipt_version 3, which priced a conflict line without its pair labels). All were
+exported
 with COPY ... (FORMAT json); make.py beside each is the script that wrote them.
 """
 
@@ -17,6 +20,7 @@ from tests.conftest import independent_count
 
 DATA = Path(__file__).parent / "data" / "receipts_v0_2_cl100k"
 V2_DATES = Path(__file__).parent / "data" / "receipts_v2_reader_dates"
+V3_CONFLICTS = Path(__file__).parent / "data" / "receipts_v3_conflicts"
 
 
 def load_old(con, data: Path = DATA) -> list[str]:
@@ -64,5 +68,25 @@ def test_version_2_reader_receipts_replay_their_iso_day_lines(con):
     bundle = rms_duck.pack(con, "SELECT *, salience AS score FROM rms_nodes", budget=400,
                            session_id="v3")
     assert "\n2023\n27 Dec\n12:17\n" in bundle.context and "2023-12-27" not in bundle.context
-    assert json.loads(bundle.receipt)["receipt_version"] == 3
+    assert json.loads(bundle.receipt)["receipt_version"] == 4
     assert rms_duck.verify_receipts(con) == []
+
+
+def test_version_3_conflict_receipts_replay_their_drops(con):
+    ids = load_old(con, V3_CONFLICTS)
+    assert len(ids) == 8
+    assert rms_duck.verify_receipts(con) == []
+    for rid in ids:
+        result = rms_duck.replay(con, rid)
+        assert result.identical and result.same_decisions, rid
+    assert con.execute("SELECT identical, error FROM rms_replay()").fetchall() == \
+        [(True, None)] * 8
+    # Version 3 left the first pack empty: assembly overshot the line priced without its
+    # pair label and dropped the record. Packed again now, it keeps one.
+    inputs, budget, receipt = con.execute(
+        "SELECT inputs, budget, receipt FROM rms_bundles JOIN rms_receipts USING (bundle_id) "
+        "ORDER BY rms_receipts.created_at LIMIT 1").fetchall()[0]
+    assert json.loads(receipt)["flags"] == ["NOTHING_FIT"]
+    again = rms_duck.pack_candidates(json.loads(inputs), budget=budget,
+                                     config=json.loads(receipt)["config"])
+    assert again.included and "NOTHING_FIT" not in again.flags

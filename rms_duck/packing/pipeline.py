@@ -29,6 +29,7 @@ from ..sha import sha256_text
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import encoding_source
 from .assemble import Assembly, assemble
+from .compat import version3
 from .gcpause import gc_paused
 from .guidance import build_guidance
 from .layout import Entry
@@ -316,10 +317,14 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
             return assembly
         victim, entry = max(packed, key=lambda p: (p[0].tier is not Tier.PINNED_OR_TASK,
                                                    p[1].order))
-        sel.layout.remove(entry)
         dropped = Reason.BUDGET_OVERFLOW if victim.tier is Tier.PINNED_OR_TASK else (
             Reason.BUDGET_EXHAUSTED)
-        victim.entry, victim.reason = None, dropped
+        sel.unpack(victim, dropped)
+        if not version3():
+            # A record folded into the one just dropped no longer has its text shown.
+            for outcome in sel.outcomes.values():
+                if outcome.reason is Reason.FOLDED and not sel.covered(outcome.candidate):
+                    outcome.reason = Reason.BUDGET_EXHAUSTED
 
 
 def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],

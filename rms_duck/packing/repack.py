@@ -15,6 +15,7 @@ from ..config import parse_config
 from ..errors import ReceiptError
 from ..formats.legacy import LEGACY
 from ..tokens.counter import LineCounter
+from .compat import packing_of
 from .pipeline import pack_candidates
 
 
@@ -56,7 +57,8 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
     # A private counter: replay recounts every line rather than trusting a cached or
     # persisted cost (rms_line_costs is a cache, not evidence).
     counter = LineCounter(parse_config(config).encoding, shared=False)
-    return pack_candidates(rows, budget=budget, config=config, counter=counter)
+    with packing_of(receipt_version):
+        return pack_candidates(rows, budget=budget, config=config, counter=counter)
 
 
 def _clip(text: object, limit: int = 60) -> str:

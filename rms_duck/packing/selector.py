@@ -22,6 +22,7 @@ from ..records import (
     Tier,
 )
 from ..tokens.counter import LineCounter
+from .compat import version3
 from .folding import folds_into
 from .layout import Entry, Layout, dated
 from .neighbours import SESSION_PATH, session_links
@@ -129,13 +130,17 @@ class Selector:
         self._text_ladder = self.allowed in ((Level.FULL,), (Level.FULL, Level.PROSE))
         self._prose = Level.PROSE in self.allowed
         self._rank: dict[str, float] | None = None
+        self._version3 = version3()  # replaying a receipt of version 3 or earlier
 
     # -- levels and costs ---------------------------------------------------------------
 
     def view(self, c: Candidate, level: Level) -> RecordView | None:
         text = representation_text(c, level)
-        if text is None:
-            return None
+        return None if text is None else self._view_of(c, level, text)
+
+    def _view_of(self, c: Candidate, level: Level, text: str) -> RecordView:
+        """The view the line is priced with: the widest citation ref and pair labels, so
+        the line assembly prints costs no more (labels name packed pairs only)."""
         contradicts = self.conflicts.get(c.id, ())
         labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
         return RecordView(c, level, text, self.provisional_ref, contradicts, labels)
@@ -233,7 +238,9 @@ class Selector:
             # Cheap floor first: a line that cannot fit is never rendered nor tokenized.
             if self.counter.lower_bound(text) > self.remaining():
                 continue
-            view = RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
+            # Priced with the widest pair labels it can print ("conflict c12"), never fewer.
+            view = (RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
+                    if self._version3 else self._view_of(c, level, text))
             line = self.fmt.record_line(view)
             cost = self.counter.line_cost(line)
             if level is Level.FULL and outcome.full_cost is None:
@@ -294,14 +301,14 @@ class Selector:
                         and outcome.tier is not Tier.PINNED_OR_TASK
                         and not self._in_adjacent_window(other.candidate)
                         and folds_into(other.view, entry.view)):
-                    self._unpack(outcome, Reason.FOLDED)
+                    self.unpack(outcome, Reason.FOLDED)
             self.packed_by_source.setdefault(source, []).append(entry)
 
     def unplace(self, c: Candidate) -> None:
         """Take c's packed entry out again (the section 7 ladder re-levels pins and tasks)."""
         outcome = self.outcomes[c.id]
         if outcome.entry is not None:
-            self._unpack(outcome, Reason.BUDGET_OVERFLOW)
+            self.unpack(outcome, Reason.BUDGET_OVERFLOW)
             outcome.reason = None
 
     def _in_adjacent_window(self, c: Candidate) -> bool:
@@ -310,7 +317,8 @@ class Selector:
             return False
         return c.id in self.links or c.id in self.triggers
 
-    def _unpack(self, outcome: Outcome, reason: Reason) -> None:
+    def unpack(self, outcome: Outcome, reason: Reason) -> None:
+        """Take a packed record out of the layout (and the fold index), with its reason."""
         entry = outcome.entry
         assert entry is not None, "only a packed outcome can be unpacked"
         self.layout.remove(entry)

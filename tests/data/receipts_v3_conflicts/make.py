@@ -1,0 +1,34 @@
+# Made with rms_duck at commit 1ec5b60 (receipt_version 3: conflict lines priced without
+# their pair labels):
+#   PYTHONPATH=<checkout at 1ec5b60> python tests/data/receipts_v3_conflicts/make.py \
+#       tests/data/receipts_v3_conflicts
+# Conflicting records in the three formats, some with a counterpart that did not fit, at
+# budgets where pricing without the labels made assembly drop a record (NOTHING_FIT at 72
+# tokens, where 60 packed one), so replay must rebuild exactly those bytes and decisions.
+import sys
+
+import pyarrow as pa
+
+import rms_duck
+
+out = sys.argv[1]
+con = rms_duck.connect()
+short = [
+    {"id": "a", "score": 0.9, "content": "Storage costs 2,300 EUR a month.", "contradicts": ["b"]},
+    {"id": "b", "score": 0.8, "content": "Storage costs 3,100 EUR a month."},
+    {"id": "c", "score": 0.5, "content": "Jonas owns the egress rules."},
+]
+long_b = [dict(short[0]), {"id": "b", "score": 0.8,
+                           "content": "Storage costs 3,100 EUR a month. " * 40}]
+tight = {"overhead_tokens": 0}
+for namespace, rows, budget, config in (
+        (None, short, 72, tight), (None, short, 88, tight), ("v3", short, 88, tight),
+        ("v3", short, 102, tight), ("v3", long_b, 400, {}),
+        ("v3", long_b, 400, {"context_format": "compact"}),
+        ("v3", long_b, 300, {"context_format": "auditable"}),
+        ("v3", short, 269, {"context_format": "compact"})):
+    rms_duck.pack(con, pa.Table.from_pylist([{**r, "namespace_id": namespace} for r in rows]),
+                  budget=budget, config=config, session_id="v3")
+assert rms_duck.verify_receipts(con) == []
+for table in ("rms_nodes", "rms_bundles", "rms_receipts"):
+    con.execute(f"COPY {table} TO '{out}/{table}.json' (FORMAT json)")
