@@ -53,17 +53,23 @@ def test_a_new_pack_continues_the_old_chain_with_the_new_default(con):
     assert bundle.tokens_used == independent_count("o200k_base", bundle.context)
 
 
-def test_version_2_reader_receipts_replay_their_iso_day_lines(con):
-    ids = load_old(con, V2_DATES)
-    assert len(ids) == 4
+def replay_all(con, data: Path, count: int) -> list:
+    """Load a fixture, verify it, and replay every receipt in Python and in SQL."""
+    ids = load_old(con, data)
+    assert len(ids) == count
     assert rms_duck.verify_receipts(con) == []
-    for rid in ids:
-        result = rms_duck.replay(con, rid)
+    results = [rms_duck.replay(con, rid) for rid in ids]
+    for rid, result in zip(ids, results, strict=True):
         assert result.identical and result.same_decisions, rid
-        assert "2023-12-27\n12:17\n" in result.bundle.context
-    rows = con.execute("SELECT identical, error FROM rms_replay()").fetchall()
-    assert rows == [(True, None)] * 4
-    assert "from each record's date line," in result.bundle.context  # the guided pack
+    assert con.execute("SELECT identical, error FROM rms_replay()").fetchall() == \
+        [(True, None)] * count
+    return results
+
+
+def test_version_2_reader_receipts_replay_their_iso_day_lines(con):
+    results = replay_all(con, V2_DATES, 4)
+    assert all("2023-12-27\n12:17\n" in result.bundle.context for result in results)
+    assert "from each record's date line," in results[-1].bundle.context  # the guided pack
     # A new pack of the same nodes uses the current day lines and receipt version.
     bundle = rms_duck.pack(con, "SELECT *, salience AS score FROM rms_nodes", budget=400,
                            session_id="v3")
@@ -73,14 +79,7 @@ def test_version_2_reader_receipts_replay_their_iso_day_lines(con):
 
 
 def test_version_3_conflict_receipts_replay_their_drops(con):
-    ids = load_old(con, V3_CONFLICTS)
-    assert len(ids) == 8
-    assert rms_duck.verify_receipts(con) == []
-    for rid in ids:
-        result = rms_duck.replay(con, rid)
-        assert result.identical and result.same_decisions, rid
-    assert con.execute("SELECT identical, error FROM rms_replay()").fetchall() == \
-        [(True, None)] * 8
+    replay_all(con, V3_CONFLICTS, 8)
     # Version 3 left the first pack empty: assembly overshot the line priced without its
     # pair label and dropped the record. Packed again now, it keeps one.
     inputs, budget, receipt = con.execute(
