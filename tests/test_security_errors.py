@@ -66,6 +66,16 @@ def test_budgets_and_labels_the_tables_cannot_hold_are_named_and_nothing_is_stor
     assert rms_duck.verify_receipts(con) == []
 
 
+def test_a_lone_surrogate_is_escaped_in_the_context_and_named_when_stored(con, capsys):
+    rows = [{"id": "n1", "score": 0.5, "content": "bad \udfff text"}]
+    assert '- "bad \\udfff text"' in rms_duck.pack_candidates(rows, budget=400).context
+    with pytest.raises(CandidateError, match="lone surrogate.*nothing was stored.*store=False"):
+        rms_duck.duck.api.pack_rows(con, rows, budget=400)
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+    rms_duck.duck.api.pack_rows(con, [{"id": "n2", "score": 0.5, "content": "fine"}], budget=400)
+    assert rms_duck.verify_receipts(con) == []
+
+
 def test_a_budget_beyond_32_bits_in_sql_says_the_range(con):
     with pytest.raises(Exception, match=r"ConfigError: budget must be in -2,147,483,648\.\."):
         con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "

@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from ..bundle import MemoryBundle
-from ..errors import ReceiptError
+from ..errors import CandidateError, ReceiptError
 from ..receipts import RECEIPT_VERSION, inputs_json, seal_fragments
 from ..records import Candidate
 from ..timefmt import as_utc
@@ -113,6 +113,14 @@ def _is_conflict(exc: duckdb.Error) -> bool:
 
 def _failure(exc: duckdb.Error, chain: str) -> Exception:
     first = str(exc).splitlines()[0]
+    if isinstance(exc, duckdb.ConversionException) and "surrogate" in str(exc):
+        # Only Python text can hold one; the context escapes it, but DuckDB's JSON type
+        # refuses it in the stored inputs.
+        return CandidateError(
+            "a candidate's text holds a lone surrogate (half of a UTF-16 pair, such as "
+            "'\\udfff'), which the bundle's stored inputs cannot hold; nothing was stored: "
+            "pack with store=False, or fix the text first (for example "
+            "text.encode('utf-8', 'replace').decode())")
     if _IO_FAILURE.search(str(exc)) or isinstance(exc, duckdb.IOException):
         return ReceiptError(
             f"could not write the bundle and receipt for chain_namespace {chain!r}: the "
