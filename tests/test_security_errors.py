@@ -18,6 +18,7 @@ import pytest
 
 import rms_duck
 from rms_duck.cli import main
+from rms_duck.duck.api import pack_rows
 from rms_duck.errors import CandidateError, ConfigError, DatabaseInUseError
 
 DEEP = "[" * 5000 + "]" * 5000
@@ -70,9 +71,9 @@ def test_a_lone_surrogate_is_escaped_in_the_context_and_named_when_stored(con, c
     rows = [{"id": "n1", "score": 0.5, "content": "bad \udfff text"}]
     assert '- "bad \\udfff text"' in rms_duck.pack_candidates(rows, budget=400).context
     with pytest.raises(CandidateError, match="lone surrogate.*nothing was stored.*store=False"):
-        rms_duck.duck.api.pack_rows(con, rows, budget=400)
+        pack_rows(con, rows, budget=400)
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
-    rms_duck.duck.api.pack_rows(con, [{"id": "n2", "score": 0.5, "content": "fine"}], budget=400)
+    pack_rows(con, [{"id": "n2", "score": 0.5, "content": "fine"}], budget=400)
     assert rms_duck.verify_receipts(con) == []
 
 
