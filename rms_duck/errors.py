@@ -39,7 +39,12 @@ class StoredObjectError(RmsError):
     like one of its UDFs) and the connection is read-only, so it cannot be removed."""
 
 
-class DatabaseInUseError(RmsError, OSError):
+class DatabaseOpenError(RmsError, OSError):
+    """The database file cannot be opened: not a DuckDB file, a folder, a missing folder, no
+    permission, or (read-only) a file rms_duck never set up."""
+
+
+class DatabaseInUseError(DatabaseOpenError):
     """Another process holds the database file open for writing, so it cannot be opened."""
 
 

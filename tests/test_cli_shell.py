@@ -79,6 +79,34 @@ def test_pack_bad_input_exits_1_with_the_fix(stdin, message):
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_bad_line_is_named_by_its_stdin_line_and_creates_no_database(tmp_path):
+    db = tmp_path / "fresh.duckdb"
+    done = rms("pack", "--budget", "300", "--db", str(db),
+               stdin='{"id": "a", "score": 0.5, "content": "x"}\n\n{"id": "b", "content": "y"}\n')
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "stdin line 3: candidate #1 (id 'b'): field 'score' is required" in done.stderr
+    assert not db.exists()
+    done = rms("pack", "--budget", "300", "--namespace", "x", stdin=LINES)
+    assert done.returncode == 1 and "add --db PATH" in done.stderr
+
+
+def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(tmp_path):
+    (tmp_path / "text.duckdb").write_text("not a database")
+    (tmp_path / "folder").mkdir()
+    duckdb.connect(str(tmp_path / "plain.duckdb")).close()
+    cases = [(["pack", "--budget", "300", "--db", str(tmp_path / "text.duckdb")], LINES),
+             (["pack", "--budget", "300", "--db", str(tmp_path / "folder")], LINES),
+             (["pack", "--budget", "300", "--db", str(tmp_path / "no" / "x.duckdb")], LINES),
+             (["demo", "--db", str(tmp_path / "text.duckdb")], None)]
+    for args, stdin in cases:
+        done = rms(*args, stdin=stdin)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, args
+        assert "Error: cannot open database" in done.stderr and "pass the path of a DuckDB" \
+            in done.stderr, args
+    with pytest.raises(rms_duck.errors.DatabaseOpenError, match="has no rms_duck schema"):
+        rms_duck.connect(str(tmp_path / "plain.duckdb"), read_only=True)
+
+
 def test_empty_stdin_gives_an_empty_bundle_that_says_why():
     bundle = json.loads(rms("pack", "--budget", "300", stdin="").stdout)
     assert bundle["context"] == "" and bundle["flags"] == ["NO_CANDIDATES"]

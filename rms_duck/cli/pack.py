@@ -12,9 +12,11 @@ import json
 import sys
 from typing import Any, TextIO
 
+from ..candidates import to_candidate
+from ..config import parse_config
 from ..duck.types import bundle_row
-from ..errors import CandidateError
-from ..packing.pipeline import pack_candidates
+from ..errors import CandidateError, ConfigError
+from ..packing.pipeline import _check_budget, pack_candidates
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_candidates(stream: TextIO) -> list[dict[str, Any]]:
-    """One JSON object per non-blank line; a bad line is named by its number."""
-    rows = []
+    """One JSON object per non-blank line, each checked as a candidate; a bad line is named
+    by its number on stdin."""
+    rows: list[dict[str, Any]] = []
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue
@@ -46,6 +49,10 @@ def read_candidates(stream: TextIO) -> list[dict[str, Any]]:
             raise CandidateError(
                 f"stdin line {number} must be a JSON object, got {line.strip()[:80]!r}; "
                 'write for example {"id": "n1", "score": 0.9, "content": "..."}')
+        try:
+            to_candidate(row, len(rows))
+        except CandidateError as exc:
+            raise CandidateError(f"stdin line {number}: {exc}") from None
         rows.append(row)
     return rows
 
@@ -60,16 +67,22 @@ def bundle_json(bundle: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.db is None and (args.namespace is not None or args.session_id is not None):
+        raise ConfigError("--namespace and --session-id name the receipt chain and session of a "
+                          "stored pack; add --db PATH to store it, or leave them out")
+    # Everything is checked before the database is opened: a bad line creates no file.
     rows = read_candidates(sys.stdin)
+    config = parse_config(args.config)
+    _check_budget(args.budget)
     if args.db is None:
-        bundle = pack_candidates(rows, budget=args.budget, config=args.config)
+        bundle = pack_candidates(rows, budget=args.budget, config=config)
     else:
         from ..duck.api import pack_rows
         from ..duck.connection import connect
 
         con = connect(args.db)
         try:
-            bundle = pack_rows(con, rows, budget=args.budget, config=args.config,
+            bundle = pack_rows(con, rows, budget=args.budget, config=config,
                                store=not args.no_store, namespace=args.namespace,
                                session_id=args.session_id)
         finally:

@@ -7,7 +7,7 @@ import warnings
 
 import duckdb
 
-from ..errors import DatabaseInUseError, RmsWarning, StoredObjectError
+from ..errors import DatabaseInUseError, DatabaseOpenError, RmsWarning, StoredObjectError
 from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
 from .shipped import object_problems, restore_objects
@@ -24,13 +24,22 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
     """A DuckDB connection in UTC with the rms schema, UDFs and macros ready."""
     try:
         con = duckdb.connect(database, read_only=read_only)
-    except duckdb.IOException as exc:
-        if "lock" not in str(exc).lower():
-            raise
-        # DuckDB's message names the holder's process; one writer per file is DuckDB's rule.
-        raise DatabaseInUseError(
-            f"cannot open database {database!r}: {str(exc).splitlines()[0]}; close that "
-            "process's connection first, or open a copy of the file") from None
+    except duckdb.Error as exc:
+        first = str(exc).splitlines()[0]
+        if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
+            # DuckDB's message names the holder's process; one writer per file is its rule.
+            raise DatabaseInUseError(
+                f"cannot open database {database!r}: {first}; close that process's "
+                "connection first, or open a copy of the file") from None
+        raise DatabaseOpenError(
+            f"cannot open database {database!r}: {first}; pass the path of a DuckDB file, or "
+            "of a new file in a folder that exists and that you may write to") from None
+    if read_only and not _has_schema(con):
+        con.close()
+        raise DatabaseOpenError(
+            f"database {database!r} has no rms_duck schema and is opened read-only, so it "
+            "cannot be set up; open it writable once with rms_duck.connect(path) (or rms-duck "
+            "pack --db PATH), or pass the file rms_duck wrote")
     if str(database) == "" or str(database).startswith(":memory:"):
         # In memory, DuckDB checkpoints again and again once 16 MiB of commits accumulate,
         # rewriting the changed tables each time, so each stored receipt would cost more
@@ -41,6 +50,11 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
         con.execute("SET enable_progress_bar = false")
     register(con)
     return con
+
+
+def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = "
+                            "'rms_schema_version' AND schema_name = 'main'").fetchall())
 
 
 def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb.DuckDBPyConnection:
