@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import __version__
-from .errors import RmsError
+from .errors import ConfigError, RmsError
 
 INSTRUCTIONS = (
     "Budgeted agent memory. rank_and_pack(question, budget) returns the context to put in "
@@ -30,6 +30,7 @@ def build_server(db: str, *, read_only: bool = False) -> Any:
         from mcp.server.mcpserver import MCPServer
     except ModuleNotFoundError as exc:
         raise RmsError("rms-duck serve needs the MCP SDK: pip install 'rms-duck[mcp]'") from exc
+    import duckdb
     from mcp.server.mcpserver.exceptions import ToolError
 
     from .audit.explain import explain as explain_receipt
@@ -52,6 +53,10 @@ def build_server(db: str, *, read_only: bool = False) -> Any:
                     return function(*args, **kwargs)
                 except RmsError as exc:
                     raise ToolError(f"{type(exc).__name__}: {exc}") from None
+                except duckdb.Error as exc:
+                    # DuckDB's own message says what went wrong in the agent's SQL or store
+                    # (a binder error, a stale index, a missing parameter); pass it on.
+                    raise ToolError(f"DuckDB {type(exc).__name__}: {exc}") from None
         return call
 
     @server.tool()
@@ -61,6 +66,9 @@ def build_server(db: str, *, read_only: bool = False) -> Any:
                       session_id: str | None = None) -> dict[str, Any]:
         """Rank the memory nodes for a question (BM25, trigrams, pins, active tasks) and
         pack the best into `budget` tokens; returns the context and what was left out."""
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigError(f"k must be a whole number of candidates >= 1, got {k!r}; pass "
+                              "for example 50")
         settings = {"query": question, **(config or {})}
         bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,
                       params=[question, namespace, k], config=settings,

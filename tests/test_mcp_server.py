@@ -67,3 +67,25 @@ def test_mcp_client_packs_explains_verifies_and_replays(tmp_path):
         "n0": "included", "n1": "included", "n2": "excluded"}
     assert out["replay"].structured_content["identical"] is True
     assert out["verify"].structured_content == {"ok": True, "problems": []}
+
+
+async def _errors(db: str) -> dict:
+    from rms_duck.mcpserver import build_server
+
+    out = {}
+    async with mcp.Client(build_server(db)) as client:
+        call = client.call_tool
+        out["k"] = await call("rank_and_pack", {"question": "heron", "budget": 300, "k": -1})
+        out["params"] = await call("pack_query", {
+            "sql": "SELECT id, score, content FROM (VALUES ('a', 0.5, 'x')) "
+                   "AS t(id, score, content) WHERE 1 = ?", "budget": 300})
+    return out
+
+
+def test_tool_errors_tell_the_agent_what_to_fix(tmp_path):
+    # In process: the SDK's client drives the server object directly.
+    out = asyncio.run(asyncio.wait_for(_errors(str(tmp_path / "agent.duckdb")), timeout=120))
+    assert out["k"].is_error and "ConfigError: k must be a whole number" in str(out["k"])
+    # DuckDB's own message, not the SDK's bare "Error executing tool".
+    assert out["params"].is_error and "DuckDB InvalidInputException" in str(out["params"])
+    assert "Values were not provided" in str(out["params"])
