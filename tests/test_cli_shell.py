@@ -139,3 +139,29 @@ def test_progress_bar_draws_only_on_a_terminal():
     tty = Terminal()
     ProgressBar("eval", stream=tty)(10, 10)
     assert tty.getvalue().startswith("\reval [") and tty.getvalue().endswith("10/10\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["bench", "--smoke", "--repeats", "0"], "argument --repeats: must be 1 or more, got 0"),
+    (["bench", "--smoke", "--sizes", "100,0"], "argument --sizes: must be 1 or more, got 0"),
+    (["bench", "--smoke", "--budgets=-1"], "argument --budgets: must be 1 or more, got -1"),
+    (["bench", "--store-cost=-1"], "argument --store-cost: must be 1 or more, got -1"),
+    (["bench", "--rfc", "--smoke", "--json", "/no/such/folder/x.json"],
+     "argument --json: folder '/no/such/folder' of '/no/such/folder/x.json' does not exist"),
+    (["eval", "examples/eval_conversations.jsonl", "--json", "/no/such/folder/x.json"],
+     "argument --json: folder '/no/such/folder'"),
+    (["eval", "examples/eval_conversations.jsonl", "--k", "0"], "argument --k: must be 1 or"),
+])
+def test_bad_counts_and_output_paths_are_usage_errors_before_any_work(args, message, capsys):
+    from rms_duck.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_negative_eval_budget_says_it_must_be_positive(capsys):
+    from rms_duck.cli import main
+
+    assert main(["eval", "examples/eval_conversations.jsonl", "--budgets=-5"]) == 1
+    assert "--budgets must be a positive whole number, got -5" in capsys.readouterr().err

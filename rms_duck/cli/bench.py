@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from .argtypes import output_path, positive_float, positive_int, positive_ints
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rfc", action="store_true",
@@ -14,22 +16,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dask", action="store_true",
                         help="pack the same groups with one DuckDB GROUP BY and with "
                              "rms_duck.dask on 1 and 2 worker processes (needs rms-duck[dask])")
-    parser.add_argument("--groups", type=int, default=None,
+    parser.add_argument("--groups", type=positive_int, default=None,
                         help="--dask: groups to pack (default 2000; smoke 200)")
     parser.add_argument("--estimates", action="store_true",
                         help="Method 2 error per script on held-out CLDR and Faker text "
                              "(the docs/estimates.md table; needs babel and faker)")
-    parser.add_argument("--store-cost", type=int, metavar="N", default=None,
+    parser.add_argument("--store-cost", type=positive_int, metavar="N", default=None,
                         help="paired per-pack store time with 0 and with N stored receipts "
                              "(flat: ~1)")
     parser.add_argument("--db", default=None,
                         help="--store-cost: a DuckDB file to fill (default: two in-memory "
                              "databases)")
     parser.add_argument("--smoke", action="store_true", help="a fast, small run")
-    parser.add_argument("--requests", type=int, default=None,
+    parser.add_argument("--requests", type=positive_int, default=None,
                         help="--rfc: simulated retrieval requests (default 10000; smoke 200)")
     parser.add_argument("--seed", type=int, default=0, help="--rfc: random seed (default 0)")
-    parser.add_argument("--json", metavar="PATH",
+    parser.add_argument("--json", metavar="PATH", type=output_path,
                         help="--rfc, --dask: also write the figures as JSON")
     parser.add_argument("--encoding", default=None,
                         help="--rfc: encoding the Method 2 estimate is measured and fitted "
@@ -40,16 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _speed_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the default speed bench (rms_duck/bench/perf.py)."""
     group = parser.add_argument_group("speed bench (without --rfc)")
-    group.add_argument("--sizes", type=_ints, help="candidate pool sizes (default 100,1000,10000)")
-    group.add_argument("--budgets", type=_ints,
+    group.add_argument("--sizes", type=positive_ints,
+                       help="candidate pool sizes (default 100,1000,10000)")
+    group.add_argument("--budgets", type=positive_ints,
                        help="token budgets (default 2048,4096,8192,32768,131072)")
-    group.add_argument("--repeats", type=int, help="paired repetitions per row (default 5)")
-    group.add_argument("--e-cap", type=float, metavar="SECONDS",
+    group.add_argument("--repeats", type=positive_int,
+                       help="paired repetitions per row (default 5)")
+    group.add_argument("--e-cap", type=positive_float, metavar="SECONDS",
                        help="stop the RFC-literal packer (e) after this long (default 20; "
                             "a third of it at 10,000 candidates)")
-    group.add_argument("--bulk", type=_ints, metavar="BUNDLES",
+    group.add_argument("--bulk", type=positive_ints, metavar="BUNDLES",
                        help="bundles one statement packs (default 10000,20000)")
-    group.add_argument("--processes", type=int, help="processes for bulk costing (default 2)")
+    group.add_argument("--processes", type=positive_int,
+                       help="processes for bulk costing (default 2)")
     group.add_argument("--only-targets", action="store_true", default=None,
                        help="measure only the issue-10 target rows (a few minutes)")
     group.add_argument("--clock", choices=("wall", "cpu"),
@@ -57,10 +62,6 @@ def _speed_arguments(parser: argparse.ArgumentParser) -> None:
                             "process's CPU time, steadier on a loaded machine)")
     group.add_argument("--profile", action="store_true",
                        help="also print a cProfile of a cold and a warm pack (N=1000, 4K)")
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part.replace("_", "")) for part in text.split(","))
 
 
 def run(args: argparse.Namespace) -> int:

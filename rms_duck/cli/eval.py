@@ -18,11 +18,12 @@ from ..evaluation.loader import load_conversations
 from ..evaluation.report import ProgressBar, format_categories, format_summary, format_table
 from ..evaluation.runner import BUDGETS, EvalSettings, run_eval
 from ..formats import FORMATS
+from .argtypes import output_path, positive_int
 from .tokenizer_options import add_tokenizer_arguments, tokenizer_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="JSONL, one conversation per line (DESIGN.md section 8)")
+    parser.add_argument("file", help="JSONL, one conversation per line (docs/evaluation.md)")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
                         help="comma-separated token budgets (default 2048,4096,8192)")
     parser.add_argument("--orderings", default=",".join(ORDERINGS),
@@ -31,15 +32,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated representation policies (default: both)")
     parser.add_argument("--format", default="reader", choices=tuple(FORMATS),
                         help="context format")
-    parser.add_argument("--limit", type=int, help="evaluate only the first N questions")
-    parser.add_argument("--k", type=int, default=1000, help="candidates ranked per question")
+    parser.add_argument("--limit", type=positive_int, help="evaluate only the first N questions")
+    parser.add_argument("--k", type=positive_int, default=1000,
+                        help="candidates ranked per question")
     parser.add_argument("--cues", metavar="JSON",
                         help="ranking cues, e.g. '{\"speaker\": 0, \"feedback_docs\": 0}' "
                              "(missing: defaults; 0 turns one off; 'off' for none)")
     parser.add_argument("--language", help="index language: a Snowball stemmer name such as "
                                            "english or german, or none (default: english)")
     parser.add_argument("--db", default=":memory:", help="DuckDB file to store the turns in")
-    parser.add_argument("--json", metavar="PATH", help="write the results as JSON here")
+    parser.add_argument("--json", metavar="PATH", type=output_path,
+                        help="write the results as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_tokenizer_arguments(parser)
 
@@ -108,10 +111,11 @@ def _budget(text: str) -> int:
     value = text.lower()
     scale = 1024 if value.endswith("k") else 1
     try:
-        return _positive(int(value.rstrip("k")) * scale, "budgets")
+        tokens = int(value.rstrip("k")) * scale
     except ValueError:
         raise ConfigError(f"--budgets: {text!r} is not a whole number of tokens; "
                           "for example 2048,4096 or 2k,4k") from None
+    return _positive(tokens, "budgets")
 
 
 def _positive(value: int, option: str) -> int:

@@ -1,4 +1,4 @@
-"""Read the DESIGN.md section 8 JSONL format: one conversation per line, turns and questions.
+"""Read the eval JSONL format (docs/evaluation.md): one conversation per line, turns and questions.
 
 Validation names the line, the field and the fix. Nothing here touches DuckDB.
 """
@@ -19,7 +19,7 @@ _NODE_NAMESPACE = uuid.UUID("6f1d2c1e-5b0a-4e39-9c1e-7d2b8a0e4f10")
 
 
 class EvalDataError(RmsError, ValueError):
-    """An evaluation file is not in the DESIGN.md section 8 format."""
+    """An evaluation file is not in the format docs/evaluation.md describes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
