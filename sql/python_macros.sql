@@ -33,7 +33,7 @@ CREATE OR REPLACE TEMP MACRO rms_replay(rid := NULL) AS TABLE
     ),
     replayed AS (
         SELECT p.*, coalesce(json_extract_string(p.j, '$.context_sha256'), '?') AS recorded_sha256,
-               rms_replay_udf(p.inputs, TRY_CAST(json_extract(p.j, '$.budget') AS BIGINT),
+               rms_replay_udf(p.inputs, CAST(json_extract(p.j, '$.budget') AS VARCHAR),
                               CAST(json_extract(p.j, '$.config') AS VARCHAR),
                               TRY_CAST(json_extract(p.j, '$.receipt_version') AS BIGINT)) AS out
         FROM picked AS p

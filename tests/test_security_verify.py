@@ -14,7 +14,7 @@ import rms_duck
 from rms_duck.audit.explain import explain
 from rms_duck.audit.summary import summarise
 from rms_duck.cli import main
-from rms_duck.errors import RmsWarning
+from rms_duck.errors import ReceiptError, RmsWarning
 from rms_duck.escape import canonical_json
 from rms_duck.receipts import sha256_text
 
@@ -173,6 +173,29 @@ def test_audit_replay_fails_on_any_replay_difference(tmp_path, capsys, edit):
     con.close()
     assert main(["audit", "--db", path, "--replay"]) == 1
     assert "DIFFERS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('"candidates":[', '"candidates":[1,', "field 'candidates' must be a list of decision"),
+    ('"budget":300', '"budget":300.4', "'budget' must be a whole number, got 300.4"),
+    ('"budget":300', '"budget":true', "'budget' must be a whole number, got True"),
+])
+def test_replay_of_an_edited_receipt_is_a_receipt_error_in_python_and_sql(
+        tmp_path, capsys, old, new, message):
+    path = str(tmp_path / "f4.duckdb")
+    con = rms_duck.connect(path)
+    rid = rms_duck.pack(con, pa.Table.from_pylist(
+        [{"id": f"n{i}", "score": 0.5, "content": f"record {i}"} for i in range(4)]),
+        budget=300).receipt_id
+    con.execute("UPDATE rms_receipts SET receipt = replace(receipt, ?, ?)", [old, new])
+    with pytest.raises(ReceiptError, match=message):
+        rms_duck.replay(con, rid)
+    if "budget" in old:  # SQL replay compares bytes; it must not coerce the budget
+        (identical, error), = con.execute("SELECT identical, error FROM rms_replay()").fetchall()
+        assert not identical and message in error
+    con.close()
+    assert main(["audit", "--db", path, "--replay"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
 
 
 def _tables(path):

@@ -76,13 +76,19 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         body, bundle_id, inputs = _load(cur, rid)
-        recorded = _current_hashes(cur, [c.get("id") for c in body.get("candidates") or []])
+        candidates = body.get("candidates") or []
+        if not isinstance(candidates, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("id"), str) for c in candidates):
+            raise ReceiptError(f"receipt {rid}: field 'candidates' must be a list of decision "
+                               "objects with an 'id'; it was edited after it was written: "
+                               "restore it from a backup")
+        recorded = _current_hashes(cur, [c["id"] for c in candidates])
     finally:
         cur.close()
+    candidates = body.get("candidates") or []
     version = body.get("receipt_version")
     bundle = repack(inputs, budget=body.get("budget"), config=body.get("config"),
                     receipt_version=version)
-    candidates = body.get("candidates") or []
     replayed = json.loads(bundle.receipt)["candidates"]
     if version == 1:  # version 1 rows had no provenance fields
         replayed = [{k: v for k, v in row.items() if k not in ("source_type", "epistemic")}

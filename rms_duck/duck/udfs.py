@@ -7,6 +7,7 @@ Arrow array of the same length. Errors propagate as RmsError subclasses, so SQL 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -113,7 +114,10 @@ def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
                         "error": "no stored inputs: the receipt's bundle row is missing"})
             continue
         try:
-            bundle = repack(rows, budget=budget, config=config, receipt_version=version)
+            # The budget arrives as its JSON text, so 300.4 or true stays what the receipt
+            # says (a cast would make them 300 and 1) and repack() refuses it as Python does.
+            bundle = repack(rows, budget=None if budget is None else json.loads(budget),
+                            config=config, receipt_version=version)
         except RmsError as exc:
             out.append({"context_sha256": None, "error": f"{type(exc).__name__}: {exc}"})
         else:
@@ -126,6 +130,6 @@ UDFS = (
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_stem_udf", stem_udf, ("VARCHAR", "VARCHAR"), "VARCHAR"),
-    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "BIGINT", "VARCHAR", "BIGINT"),
+    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "VARCHAR", "VARCHAR", "BIGINT"),
         "STRUCT(context_sha256 VARCHAR, error VARCHAR)"),
 )

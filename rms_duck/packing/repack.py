@@ -52,6 +52,10 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
     if budget is None:
         raise ReceiptError("the receipt has no 'budget' field, got None; it cannot be replayed "
                            "(restore the receipt from a backup)")
+    if not isinstance(budget, int) or isinstance(budget, bool):
+        # A pack records a whole number; anything else was edited in afterwards.
+        raise ReceiptError(f"the receipt's 'budget' must be a whole number, got {budget!r}; it "
+                           "was edited after it was written: restore it from a backup")
     if receipt_version in LEGACY:
         config = _with_frozen_format(config, LEGACY[receipt_version])
     # A private counter: replay recounts every line rather than trusting a cached or
