@@ -4,9 +4,9 @@ tests/data/receipts_v0_2_cl100k holds three bundles and their receipt chain writ
 rms_duck 0.2.0 at commit e787990 (default cl100k_base; configs without a `model` key);
 tests/data/receipts_v2_reader_dates holds four dated reader packs written at commit c162b22
 (receipt_version 2, whose reader format printed 'YYYY-MM-DD' day lines);
-tests/data/receipts_v3_conflicts holds eight packs of conflicting records written at commit
-1ec5b60 (receipt_version 3, which priced a conflict line without its pair labels). All were
-exported
+tests/data/receipts_v3_conflicts holds ten packs of conflicting records and adjacent session
+windows written at commit 1ec5b60 (receipt_version 3, which priced a conflict line without
+its pair labels and left adjacent sections in packing order). All were exported
 with COPY ... (FORMAT json); make.py beside each is the script that wrote them.
 """
 
@@ -79,7 +79,7 @@ def test_version_2_reader_receipts_replay_their_iso_day_lines(con):
 
 
 def test_version_3_conflict_receipts_replay_their_drops(con):
-    replay_all(con, V3_CONFLICTS, 8)
+    replay_all(con, V3_CONFLICTS, 10)
     # Version 3 left the first pack empty: assembly overshot the line priced without its
     # pair label and dropped the record. Packed again now, it keeps one.
     inputs, budget, receipt = con.execute(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from ..formats.metadata import solve_tokens_used
 from ..formats.reader import UNDATED_LINE
+from .compat import version3
 from .layout import Entry, Layout
 
 
@@ -35,12 +36,16 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     counter, fmt = layout.counter, layout.fmt
     labelled = getattr(fmt, "labels_conflicts", False)
     groups = []
+    legacy = version3()
     for _key, group in layout.ordered():
-        if arrange is not None:
-            group = arrange(group)
+        if arrange is not None and legacy:
+            group = arrange(group)  # receipts of version 3 kept packing order around windows
         elif any(entry.dates for entry in group):
             order = getattr(fmt, "date_order", None)  # formats without it: the lines
             group = sorted(group, key=lambda e: _date_order(e, order))  # stable
+        if arrange is not None and not legacy:
+            # Date order first, then each session window gathered at its first member.
+            group = arrange(group)
         groups.append(group)
     pair_labels = _pair_labels([e for group in groups for e in group]) if labelled else {}
     entries: list[Entry] = []

@@ -1,9 +1,12 @@
 """Packing behaviour that receipts of earlier versions recorded, for their replay only.
 
-Receipt version 4 fixed two things. A conflicting record's line is priced with the pair
+Receipt version 4 fixed three things. A conflicting record's line is priced with the pair
 labels it prints ('[conflict c1]'); version 3 priced it without them, so assembly could
-overshoot and drop a record that a smaller budget had kept. And a record folded into one
-that assembly then drops is BUDGET_EXHAUSTED, not FOLDED. A receipt of version 3 or earlier
+overshoot and drop a record that a smaller budget had kept. A record folded into one that
+assembly then drops is BUDGET_EXHAUSTED, not FOLDED. And with adjacent session packing, a
+section is put in date order before each session window is gathered (version 3 left the
+whole section in packing order, restating dates the layout had not priced). A receipt of
+version 3 or earlier
 still replays to its exact bytes: repack() runs it inside packing_of(version), and new packs
 never do.
 """

@@ -4,7 +4,8 @@
 #       tests/data/receipts_v3_conflicts
 # Conflicting records in the three formats, some with a counterpart that did not fit, at
 # budgets where pricing without the labels made assembly drop a record (NOTHING_FIT at 72
-# tokens, where 60 packed one), so replay must rebuild exactly those bytes and decisions.
+# tokens, where 60 packed one), and adjacent session packing, which version 3 left in
+# packing order, so replay must rebuild exactly those bytes and decisions.
 import sys
 
 import pyarrow as pa
@@ -29,6 +30,24 @@ for namespace, rows, budget, config in (
         ("v3", short, 269, {"context_format": "compact"})):
     rms_duck.pack(con, pa.Table.from_pylist([{**r, "namespace_id": namespace} for r in rows]),
                   budget=budget, config=config, session_id="v3")
+# Adjacent session packing: version 3 left every section in packing order.
+session = [
+    {"id": "t", "score": 0.9, "content": "We agreed to move the cut-over.",
+     "paths": ["LEXICAL", "VECTOR"], "session_id": "s", "session_position": 5},
+    {"id": "n", "score": 0.3, "content": "Sounds good.", "paths": ["SESSION_CONTEXT"],
+     "session_id": "s", "session_position": 6},
+    {"id": "f1", "score": 0.8, "type": "fact", "confidence": 0.9, "content": "Cut-over set.",
+     "event_time": "2026-11-03T10:00:00Z"},
+    {"id": "f2", "score": 0.7, "type": "fact", "confidence": 0.9, "content": "Plan drafted.",
+     "event_time": "2025-01-05T10:00:00Z"},
+    {"id": "f3", "score": 0.6, "type": "fact", "confidence": 0.9, "content": "Budget approved.",
+     "event_time": "2026-11-03T08:00:00Z"},
+    {"id": "f4", "score": 0.5, "type": "fact", "confidence": 0.9, "content": "Jonas owns egress."},
+]
+for budget in (4000, 217):
+    rms_duck.pack(con, pa.Table.from_pylist([{**r, "namespace_id": "adj"} for r in session]),
+                  budget=budget, config={"session_context_packing": "adjacent"},
+                  session_id="v3")
 assert rms_duck.verify_receipts(con) == []
 for table in ("rms_nodes", "rms_bundles", "rms_receipts"):
     con.execute(f"COPY {table} TO '{out}/{table}.json' (FORMAT json)")

@@ -1,6 +1,7 @@
-"""A conflicting record is priced with the pair labels it prints (receipt version 4), and
-FOLDED always means an included record shows the text. Reproductions from the packing
-review; tests/test_old_receipts.py replays version-3 packs of the same rows."""
+"""What receipt version 4 fixed: a conflicting record is priced with the pair labels it
+prints, FOLDED always means an included record shows the text, and adjacent session packing
+keeps each section in date order. Reproductions from the packing review;
+tests/test_old_receipts.py replays version-3 packs of the same rows."""
 
 from __future__ import annotations
 
@@ -66,3 +67,33 @@ def test_a_folded_record_is_shown_by_an_included_one(rows, budget, sessions):
             text = next(r["content"] for r in rows if r["id"] == record.id)
             assert any(json.dumps(text, ensure_ascii=False)[1:-1] in line for line in lines
                        if line.startswith("- ")), record.id
+
+
+SESSION = [
+    {"id": "t", "score": 0.9, "content": "We agreed to move the cut-over.",
+     "paths": ["LEXICAL", "VECTOR"], "session_id": "s", "session_position": 5},
+    {"id": "n", "score": 0.3, "content": "Sounds good.", "paths": ["SESSION_CONTEXT"],
+     "session_id": "s", "session_position": 6},
+    {"id": "f1", "score": 0.8, "type": "fact", "confidence": 0.9, "content": "Cut-over set.",
+     "event_time": "2026-11-03T10:00:00Z"},
+    {"id": "f2", "score": 0.7, "type": "fact", "confidence": 0.9, "content": "Plan drafted.",
+     "event_time": "2025-01-05T10:00:00Z"},
+    {"id": "f3", "score": 0.6, "type": "fact", "confidence": 0.9, "content": "Budget approved.",
+     "event_time": "2026-11-03T08:00:00Z"},
+    {"id": "f4", "score": 0.5, "type": "fact", "confidence": 0.9, "content": "Jonas owns egress."},
+]
+
+
+def test_adjacent_session_packing_keeps_sections_in_date_order():
+    config = {"overhead_tokens": 0}
+    tier = pack_candidates(SESSION, budget=4000, config={**config,
+                                                         "session_context_packing": "trigger_tier"})
+    needed = tier.tokens_used
+    adjacent = pack_candidates(SESSION, budget=needed,
+                               config={**config, "session_context_packing": "adjacent"})
+    assert sorted(adjacent.included_ids) == sorted(tier.included_ids)
+    lines = adjacent.context.splitlines()
+    assert lines.count("2026") == 1 and lines.count("3 Nov") == 1
+    assert lines.index("2025") < lines.index("2026")  # date order, not score order
+    window = [line for line in lines if "cut-over." in line or "Sounds good" in line]
+    assert lines.index(window[1]) == lines.index(window[0]) + 1  # the window stays together
