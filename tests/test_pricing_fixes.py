@@ -6,6 +6,7 @@ tests/test_old_receipts.py replays version-3 packs of the same rows."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -69,27 +70,21 @@ def test_a_folded_record_is_shown_by_an_included_one(rows, budget, sessions):
                        if line.startswith("- ")), record.id
 
 
-SESSION = [
-    {"id": "t", "score": 0.9, "content": "We agreed to move the cut-over.",
-     "paths": ["LEXICAL", "VECTOR"], "session_id": "s", "session_position": 5},
-    {"id": "n", "score": 0.3, "content": "Sounds good.", "paths": ["SESSION_CONTEXT"],
-     "session_id": "s", "session_position": 6},
-    {"id": "f1", "score": 0.8, "type": "fact", "confidence": 0.9, "content": "Cut-over set.",
-     "event_time": "2026-11-03T10:00:00Z"},
-    {"id": "f2", "score": 0.7, "type": "fact", "confidence": 0.9, "content": "Plan drafted.",
-     "event_time": "2025-01-05T10:00:00Z"},
-    {"id": "f3", "score": 0.6, "type": "fact", "confidence": 0.9, "content": "Budget approved.",
-     "event_time": "2026-11-03T08:00:00Z"},
-    {"id": "f4", "score": 0.5, "type": "fact", "confidence": 0.9, "content": "Jonas owns egress."},
-]
+def _session_rows() -> list[dict]:
+    """The adjacent-packing candidates of the version-3 fixture (a session window of two
+    turns, four facts with and without dates), as its make.py packed them."""
+    path = Path(__file__).parent / "data" / "receipts_v3_conflicts" / "rms_bundles.json"
+    bundles = [json.loads(line) for line in path.read_text().splitlines()]
+    return next(b["inputs"] for b in bundles if b["namespace_id"] == "adj")  # JSON column
 
 
 def test_adjacent_session_packing_keeps_sections_in_date_order():
+    rows = _session_rows()
     config = {"overhead_tokens": 0}
-    tier = pack_candidates(SESSION, budget=4000, config={**config,
+    tier = pack_candidates(rows, budget=4000, config={**config,
                                                          "session_context_packing": "trigger_tier"})
     needed = tier.tokens_used
-    adjacent = pack_candidates(SESSION, budget=needed,
+    adjacent = pack_candidates(rows, budget=needed,
                                config={**config, "session_context_packing": "adjacent"})
     assert sorted(adjacent.included_ids) == sorted(tier.included_ids)
     lines = adjacent.context.splitlines()
