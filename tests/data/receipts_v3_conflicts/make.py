@@ -14,6 +14,15 @@ import rms_duck
 
 out = sys.argv[1]
 con = rms_duck.connect()
+
+
+def table(rows, namespace):
+    # Every key of every row: pa.Table.from_pylist takes its columns from the first row.
+    keys = sorted({key for row in rows for key in row} | {"namespace_id"})
+    return pa.Table.from_pylist([{k: {**r, "namespace_id": namespace}.get(k) for k in keys}
+                                 for r in rows])
+
+
 short = [
     {"id": "a", "score": 0.9, "content": "Storage costs 2,300 EUR a month.", "contradicts": ["b"]},
     {"id": "b", "score": 0.8, "content": "Storage costs 3,100 EUR a month."},
@@ -28,8 +37,7 @@ for namespace, rows, budget, config in (
         ("v3", long_b, 400, {"context_format": "compact"}),
         ("v3", long_b, 300, {"context_format": "auditable"}),
         ("v3", short, 269, {"context_format": "compact"})):
-    rms_duck.pack(con, pa.Table.from_pylist([{**r, "namespace_id": namespace} for r in rows]),
-                  budget=budget, config=config, session_id="v3")
+    rms_duck.pack(con, table(rows, namespace), budget=budget, config=config, session_id="v3")
 # Adjacent session packing: version 3 left every section in packing order.
 session = [
     {"id": "t", "score": 0.9, "content": "We agreed to move the cut-over.",
@@ -45,9 +53,8 @@ session = [
     {"id": "f4", "score": 0.5, "type": "fact", "confidence": 0.9, "content": "Jonas owns egress."},
 ]
 for budget in (4000, 217):
-    rms_duck.pack(con, pa.Table.from_pylist([{**r, "namespace_id": "adj"} for r in session]),
-                  budget=budget, config={"session_context_packing": "adjacent"},
-                  session_id="v3")
+    rms_duck.pack(con, table(session, "adj"), budget=budget,
+                  config={"session_context_packing": "adjacent"}, session_id="v3")
 assert rms_duck.verify_receipts(con) == []
 for table in ("rms_nodes", "rms_bundles", "rms_receipts"):
     con.execute(f"COPY {table} TO '{out}/{table}.json' (FORMAT json)")
