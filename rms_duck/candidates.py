@@ -47,6 +47,10 @@ def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:
             f"candidate #{index} must be a record (STRUCT or dict), got {row!r}; "
             "build it with {'id': ..., 'score': ..., 'content': ...}"
         )
+    if type(row) is not dict:
+        # Another Mapping may answer get() for keys its items() spell otherwise (a
+        # case-insensitive one): read every field the way get() finds it.
+        row = {name: row.get(name) for name in _FIELD_NAMES}
     get = row.get
     where = _Where(index, get("id"))
     score = get("score")
@@ -146,6 +150,7 @@ _OPTIONAL = (
     ("session_position", _check_whole), ("token_cost_estimate", _check_whole),
 )
 _RANK = {name: position for position, (name, _) in enumerate(_OPTIONAL)}
+_FIELD_NAMES = ("id", "score", "content", *_RANK)
 _CHECKS = dict(_OPTIONAL)
 
 

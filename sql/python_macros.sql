@@ -35,7 +35,7 @@ CREATE OR REPLACE TEMP MACRO rms_replay(rid := NULL) AS TABLE
         SELECT p.*, coalesce(json_extract_string(p.j, '$.context_sha256'), '?') AS recorded_sha256,
                rms_replay_udf(p.inputs, CAST(json_extract(p.j, '$.budget') AS VARCHAR),
                               CAST(json_extract(p.j, '$.config') AS VARCHAR),
-                              TRY_CAST(json_extract(p.j, '$.receipt_version') AS BIGINT)) AS out
+                              CAST(json_extract(p.j, '$.receipt_version') AS VARCHAR)) AS out
         FROM picked AS p
     ),
     changed AS (

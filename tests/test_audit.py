@@ -158,7 +158,7 @@ def test_repack_errors_name_the_value_and_the_fix(inputs, budget, message):
 
 def test_replay_udf_reports_bad_rows_instead_of_failing(con):
     rows = con.execute(
-        "SELECT rms_replay_udf(i, '200', NULL, 2) FROM (VALUES "
+        "SELECT rms_replay_udf(i, '200', NULL, '2') FROM (VALUES "
         "('[{\"id\": \"x\", \"score\": 7, \"content\": \"c\"}]'), (NULL), "
         "('[{\"id\": \"x\", \"score\": 0.5, \"content\": \"c\"}]')) t(i)").fetchall()
     first, second, third = (r[0] for r in rows)

@@ -142,6 +142,19 @@ def test_the_first_miss_loads_once_and_the_loaded_cost_serves_it(enc):
     assert calls == [1] and counter.misses == 1
 
 
+def test_the_forecast_renders_conflicting_lines_as_the_packer_prices_them():
+    from rms_duck.packing.forecast import likely_lines
+
+    rows = rms_duck.candidates.to_candidates([
+        {"id": "a", "score": 0.9, "content": "It costs 5 EUR.", "contradicts": ["b"]},
+        {"id": "b", "score": 0.8, "content": "It costs 7 EUR."}])
+    config = rms_duck.PackingConfig()
+    counter = LineCounter(record=True, shared=False)
+    pack_candidates(rows, budget=400, config=config, counter=counter)
+    priced = set(counter.take_fresh())
+    assert set(likely_lines(rows, config, 400)) <= priced  # '- [conflict c2] "..."' both
+
+
 def test_a_wrong_persisted_cost_cannot_break_the_budget(con, enc):
     """The cache is trusted for selection only; the whole output is always recounted."""
     candidates = rows(30)

@@ -8,6 +8,7 @@ bad field in the documented order, and the builder makes what Candidate(**values
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -96,3 +97,28 @@ def test_absent_and_null_fields_take_the_defaults():
     nulls = to_candidate({"id": "x", "score": 0.5, "content": "c", **dict.fromkeys(FIELDS)})
     assert plain == nulls == Candidate(id="x", score=0.5, content="c")
     assert plain.type is NodeType.NOTE and plain.paths == () and plain.path_count is None
+
+
+class _AnyCase(Mapping):
+    """A Mapping whose get() finds a key in any case (as a case-insensitive row type does)."""
+
+    def __init__(self, data):
+        self._data = dict(data)
+
+    def __getitem__(self, key):
+        for name, value in self._data.items():
+            if name.lower() == str(key).lower():
+                return value
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+def test_a_mapping_is_read_the_way_its_get_finds_the_fields():
+    row = _AnyCase({"ID": "x", "Score": 0.5, "Content": "c", "Type": "fact", "Pinned": True})
+    made = to_candidate(row)
+    assert (made.id, made.type, made.pinned) == ("x", NodeType.FACT, True)

@@ -4,6 +4,7 @@ date-line and render memos are bounded."""
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC
 
 import pytest
@@ -51,6 +52,39 @@ def test_a_poisoned_cost_cache_changes_nothing_and_is_reported(h3_db, poison):
         warnings.simplefilter("error", RmsWarning)
         assert rms_duck.pack(con, Q, budget=600, store=False).context == clean.context
     con.close()
+
+
+def test_two_wrong_costs_that_add_up_right_change_nothing_and_are_reported(con):
+    """One cost too high and one too low by as much: the whole-output count matches their
+    sum, yet they choose other records. Each loaded cost of a context line is confirmed by
+    the output's own tokens on that line."""
+    import pyarrow as pa
+
+    from rms_duck.duck.linecosts import store_line_costs
+
+    rows = [{"id": "l1", "score": 0.9, "content": "Supercalifragilistic expialidocious wording"},
+            {"id": "x", "score": 0.8, "content": "The egress rules belong to Jonas since March"},
+            {"id": "l2", "score": 0.7, "content": "Antidisestablishmentarianism noted"}]
+    config = {"overhead_tokens": 0, "context_guidance_mode": "off"}
+    full = rms_duck.pack_candidates(rows, budget=5000, config=config).context
+    line = {r["id"]: next(x for x in full.split("\n") if r["content"] in x) for r in rows}
+    exact = LineCounter(shared=False)
+    changed = 0
+    for budget in range(40, 90):
+        honest = rms_duck.pack_candidates(rows, budget=budget, config=config,
+                                          counter=LineCounter(shared=False))
+        con.execute("DELETE FROM rms_line_costs")
+        store_line_costs(con, {line["l1"]: exact.line_cost(line["l1"]) + 1,
+                               line["l2"]: exact.line_cost(line["l2"]) - 1})
+        clear_line_cache()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bundle = rms_duck.pack(con, pa.Table.from_pylist(rows), budget=budget,
+                                   config=config)
+        assert bundle.context == honest.context, budget
+        assert rms_duck.replay(con, bundle.receipt_id).identical
+        changed += any(isinstance(w.message, RmsWarning) for w in caught)
+    assert changed  # the wrong rows were seen, reported and corrected
 
 
 def test_loaded_costs_outside_their_bounds_are_refused():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,7 +34,7 @@ from ..records import Candidate
 from ..tokens.bulk import warm_counter
 from ..tokens.costfile import encoding_key, line_sha256
 from ..tokens.counter import LineCounter
-from ..tokens.encodings import DEFAULT_ENCODING, encoding_source
+from ..tokens.encodings import DEFAULT_ENCODING, encoding_source, get_encoding
 
 _NODE_BATCH = 50_000
 _HEX = re.compile("[0-9a-f]{64}")
@@ -139,14 +140,14 @@ def repair_line_costs(con, costs: Mapping[str, int], *, encoding: str = "cl100k_
 def wrong_loaded_costs(counter: LineCounter, context: str) -> dict[str, tuple[int, int]]:
     """line -> (stored cost, exact cost) for every wrong loaded cost this counter met.
 
-    Loaded costs of lines in the final context are confirmed together by its whole-output
-    count (the sum of line costs equals it); every other loaded cost the pack used, and all
-    of them when that count disagreed, is recounted here. Costs refused at load time for
-    being out of bounds are wrong by construction.
+    A loaded cost of a line in the final context is confirmed by the output's own tokens
+    (_confirmed_by_output); every other loaded cost the pack used, and all of them when the
+    whole-output count disagreed with the sum of the line costs, is recounted here. Costs
+    refused at load time for being out of bounds are wrong by construction.
     """
     used = counter.consulted
     if not counter.mismatches:
-        used = used - set(context.split("\n"))
+        used = used - _confirmed_by_output(counter, context)
     wrong = {}
     for line in used:
         stored, exact = counter.loaded_cost(line), counter.exact(line)
@@ -155,6 +156,34 @@ def wrong_loaded_costs(counter: LineCounter, context: str) -> dict[str, tuple[in
     for line, stored in counter.rejected.items():
         wrong[line] = (stored, counter.exact(line))
     return wrong
+
+
+def _confirmed_by_output(counter: LineCounter, context: str) -> set[str]:
+    """The context lines whose loaded cost equals the tokens of the whole output that fall on
+    that line, where every line starts on a token boundary.
+
+    A matching sum alone confirms nothing per line: a cost one too high on one line and one
+    too low on another add up right, yet choose different records. Tokenizers without
+    offsets confirm nothing here, so each of their loaded costs is recounted.
+    """
+    decode = getattr(get_encoding(counter.encoding), "decode_with_offsets", None)
+    consulted = counter.consulted
+    if decode is None or not consulted:
+        return set()
+    _, offsets = decode(get_encoding(counter.encoding).encode_ordinary(context))
+    starts = set(offsets)
+    confirmed: set[str] = set()
+    failed: set[str] = set()  # a line shown twice must be confirmed at each place
+    position = 0
+    lines = context.split("\n")
+    for i, line in enumerate(lines):
+        end = position + len(line) + (1 if i < len(lines) - 1 else 0)
+        if line in consulted:
+            tokens = bisect_left(offsets, end) - bisect_left(offsets, position)
+            aligned = position in starts and (end in starts or end == len(context))
+            (confirmed if aligned and tokens == counter.loaded_cost(line) else failed).add(line)
+        position = end
+    return confirmed - failed
 
 
 def pack_checked(con, candidates: Sequence[Candidate], *, budget: int, config: PackingConfig,

@@ -114,10 +114,12 @@ def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
                         "error": "no stored inputs: the receipt's bundle row is missing"})
             continue
         try:
-            # The budget arrives as its JSON text, so 300.4 or true stays what the receipt
-            # says (a cast would make them 300 and 1) and repack() refuses it as Python does.
+            # The budget and version arrive as their JSON text, so 300.4 or true stays what
+            # the receipt says (a cast would make them 300 and 1) and repack() refuses it as
+            # Python's replay does.
             bundle = repack(rows, budget=None if budget is None else json.loads(budget),
-                            config=config, receipt_version=version)
+                            config=config,
+                            receipt_version=None if version is None else json.loads(version))
         except RmsError as exc:
             out.append({"context_sha256": None, "error": f"{type(exc).__name__}: {exc}"})
         else:
@@ -130,6 +132,6 @@ UDFS = (
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_stem_udf", stem_udf, ("VARCHAR", "VARCHAR"), "VARCHAR"),
-    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "VARCHAR", "VARCHAR", "BIGINT"),
+    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"),
         "STRUCT(context_sha256 VARCHAR, error VARCHAR)"),
 )

@@ -31,6 +31,7 @@ def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget:
     fmt = get_format(config.context_format)
     numbered = config.numbered
     ref = f"m{len(pool)}" if numbered else None
+    label = f"c{max(len(pool), 1)}"  # the provisional pair label the selector prices with
     conflicts = conflict_map(pool)
     costed_tier = Tier.MULTI_PATH if config.multipath_ordering != "score" else None
     room = budget - config.overhead_tokens
@@ -42,8 +43,9 @@ def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget:
             continue
         text = representation_text(c, Level.FULL)
         assert text is not None  # FULL is the content itself, always a str
-        lines.append(fmt.record_line(RecordView(c, Level.FULL, text, ref,
-                                                conflicts.get(c.id, ()))))
+        contradicts = conflicts.get(c.id, ())
+        labels = (label,) * len(contradicts) if fmt.labels_conflicts else ()
+        lines.append(fmt.record_line(RecordView(c, Level.FULL, text, ref, contradicts, labels)))
         room -= word_runs(text)
     return lines
 

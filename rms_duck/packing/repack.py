@@ -56,6 +56,11 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
         # A pack records a whole number; anything else was edited in afterwards.
         raise ReceiptError(f"the receipt's 'budget' must be a whole number, got {budget!r}; it "
                            "was edited after it was written: restore it from a backup")
+    if receipt_version is not None and (not isinstance(receipt_version, int)
+                                        or isinstance(receipt_version, bool)):
+        raise ReceiptError(f"the receipt's 'receipt_version' must be a whole number, got "
+                           f"{receipt_version!r}; it was edited after it was written: restore "
+                           "it from a backup")
     if receipt_version in LEGACY:
         config = _with_frozen_format(config, LEGACY[receipt_version])
     # A private counter: replay recounts every line rather than trusting a cached or
