@@ -89,9 +89,9 @@ def test_null_keys_form_one_group_last_whatever_the_partitions(con, client):
         "r": pd.array([1, 2, None, 1, None, 3, 3, None], dtype="Int64"),
         "id": [f"n{i}" for i in range(8)], "score": [0.9, 0.4, 0.7, 0.3, 0.5, 0.5, 0.6, 0.2],
         "content": [f"record {i}" for i in range(8)]})
-    for by in ("q", "t", ["t", "r"]):
+    for by in ("t", ["q", "r"]):
         expected = rms_duck.pack_batches(frame, by=by, budget=300, inputs=True)
-        for n in (1, 2, 3, 5):
+        for n in (2, 5):
             result = pack_groups(dd.from_pandas(frame, npartitions=n), by=by, budget=300,
                                  inputs=True).compute()
             got = pa_table(result)
