@@ -166,11 +166,12 @@ def _confirmed_by_output(counter: LineCounter, context: str) -> set[str]:
     too low on another add up right, yet choose different records. Tokenizers without
     offsets confirm nothing here, so each of their loaded costs is recounted.
     """
-    decode = getattr(get_encoding(counter.encoding), "decode_with_offsets", None)
+    encoding = get_encoding(counter.encoding)
+    decode = getattr(encoding, "decode_with_offsets", None)
     consulted = counter.consulted
     if decode is None or not consulted:
         return set()
-    _, offsets = decode(get_encoding(counter.encoding).encode_ordinary(context))
+    _, offsets = decode(encoding.encode_ordinary(context))
     starts = set(offsets)
     confirmed: set[str] = set()
     failed: set[str] = set()  # a line shown twice must be confirmed at each place
