@@ -140,7 +140,7 @@ class Selector:
 
     def _view_of(self, c: Candidate, level: Level, text: str) -> RecordView:
         """The view the line is priced with: the widest citation ref and pair labels, so
-        the line assembly prints costs no more (labels name packed pairs only)."""
+        the line assembly prints (refs and labels numbered in context order) costs no more."""
         contradicts = self.conflicts.get(c.id, ())
         labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
         return RecordView(c, level, text, self.provisional_ref, contradicts, labels)
