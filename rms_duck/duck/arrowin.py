@@ -11,36 +11,24 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..columnar import plain_types
 from ..errors import CandidateError
+from ..packing.batches import as_table
 
 
 def arrow_table(data: Any) -> pa.Table:
-    """`data` as a pyarrow Table (view types cast to plain ones), or a CandidateError that
-    says what to pass instead."""
-    return plain_types(_any_table(data))
-
-
-def _any_table(data: Any) -> pa.Table:
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
+    """`data` as a pyarrow Table, read as pack_batches() reads it (packing.batches.as_table:
+    no pandas index, plain text types), or a CandidateError that says what to pass instead."""
     if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
+        data = data.read_all()
     to_arrow = getattr(data, "to_arrow_table", None)  # a DuckDB relation
     if callable(to_arrow) and type(data).__module__.startswith(("duckdb", "_duckdb")):
-        return to_arrow()
+        data = to_arrow()
     pandas = sys.modules.get("pandas")
-    if pandas is not None and isinstance(data, pandas.DataFrame):
-        # Not through __arrow_c_stream__, which keeps a named index as a column: the index
-        # is never a candidate field, as in pack_batches() and SQL.
-        return pa.Table.from_pandas(data, preserve_index=False)
-    if hasattr(data, "__arrow_c_stream__"):  # polars, DuckDB, nanoarrow...
-        return pa.table(data)
+    if isinstance(data, (pa.Table, pa.RecordBatch)) or hasattr(data, "__arrow_c_stream__") \
+            or (pandas is not None and isinstance(data, pandas.DataFrame)):
+        return as_table(data)
     raise CandidateError(
         f"candidates must be a ranking query string or an Arrow-capable table (pyarrow, "
         f"pandas, polars, a DuckDB relation, anything with __arrow_c_stream__), got "
         f"{type(data).__name__}; for Python rows pass pa.Table.from_pylist(rows) or call "
         "rms_duck.pack_candidates(rows, budget=...)")
-
