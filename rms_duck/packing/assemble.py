@@ -3,8 +3,9 @@
 Puts each section's records in date order (formats with date lines), states each day and
 time once, numbers citations and conflict pair labels over the packed records in render
 order, renders the metadata line
-with a self-consistent tokens_used, adds guidance only if the whole output still fits, and
-counts the whole output once to confirm the per-line sum.
+with a self-consistent tokens_used, and adds guidance only if the whole output still fits.
+The per-line sum is the count where the encoding's pattern proves it; elsewhere the whole
+output is counted once to confirm it.
 """
 
 from __future__ import annotations
@@ -89,7 +90,9 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         return None
     lines = ([shown_guidance] if shown_guidance else []) + [header] + body + [meta(total)]
     context = "".join(line + "\n" for line in lines)
-    actual = counter.count(context)
+    # The sum is the count when the pattern proves it (LineCounter.sums_exactly); otherwise
+    # the whole output is counted, and the count wins.
+    actual = total if counter.sums_exactly(lines) else counter.count(context)
     if actual != total:
         # The per-line sum and the whole count disagree (a wrong loaded cost, or a tokenizer
         # without line additivity, see tokens/hf.py); trust only the whole count, and say so.

@@ -8,9 +8,10 @@ in, and a piece never starts with a newline joined to the next line's first char
 next line along, hence that exception; no built-in format starts a line with "/".) So the
 context's count is exactly the sum of count(line + "\\n") over its lines
 (tests/test_encoding_properties.py checks it per encoding with hypothesis; hf.py detects it
-per Hugging Face tokenizer). The
-packer relies on that sum and still verifies the whole output once at the end, dropping
-records until the whole count fits, so a backend without it stays exact, only slower.
+per Hugging Face tokenizer). The packer relies on that sum. Where the pattern proves it
+(sums_exactly: cl100k_base and o200k_base, every cost from the tokenizer) the sum is the
+count; anywhere else the whole output is counted once at the end and records are dropped
+until that count fits, so a backend without additivity stays exact, only slower.
 
 The cache maps (encoding name, exact line text) to the line's cost, so it cannot go stale:
 a changed byte is a different key. It holds only tokenizer results and is capped by the
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from ..escape import utf8
-from .encodings import DEFAULT_ENCODING, get_encoding, load_encoding
+from .encodings import DEFAULT_ENCODING, encoding_source, get_encoding, load_encoding
 
 # Bytes of line text (and entry overhead) the process-wide cache keeps per encoding; the
 # oldest quarter is dropped when it is full. A line larger than an eighth of it is not kept.
@@ -148,6 +149,8 @@ class LineCounter:
         self.mismatches = 0
         # Called once, at the first line no cache holds (see load_on_first_miss).
         self._on_first_miss: Callable[[LineCounter], object] | None = None
+        # An audit's counter (shared=False) proves nothing from the pattern: it recounts.
+        self._proven = shared and encoding_source(encoding).lines_proven
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -172,6 +175,26 @@ class LineCounter:
             if self._fresh is not None:
                 self._fresh[line] = cost
         return cost
+
+    def sums_exactly(self, lines: Iterable[str]) -> bool:
+        """True when "".join(line + "\\n" for line in lines) provably costs exactly the sum
+        of line_cost(line) over `lines`, so counting it again could only repeat that sum.
+
+        It holds for the cl100k_base and o200k_base patterns when no line is empty, starts
+        with a space, "/" or a line break, or ends in a space. A piece can then cross a
+        line's closing newline only through `[^\\s\\p{L}\\p{N}]+[\\r\\n/]*` (which stops
+        at the next line's first character, neither "/" nor a break) or through a run of
+        spaces and breaks (which stops there too, as that character is not a space); no
+        other part of either pattern matches a newline or looks past one, and BPE never
+        merges across pieces. Every cost must also come from the tokenizer here: a cost
+        loaded from storage is not evidence, so a counter that used one returns False.
+        """
+        if not self._proven or self.consulted or self.rejected:
+            return False
+        for line in lines:
+            if not line or line[0] == "/" or line[0].isspace() or line[-1].isspace():
+                return False
+        return True
 
     def load_on_first_miss(self, load: Callable[[LineCounter], object]) -> None:
         """Call `load(self)` (which primes this counter) just before the first line that

@@ -40,6 +40,8 @@ class EncodingSource:
     line_additive: no token spans a line break, so a context costs the sum of its lines.
     word_floor: every token lies within one run of non-space characters, and no token is
     longer than max_token_bytes, which makes LineCounter.lower_bound a true floor.
+    lines_proven: additivity follows from the pre-tokenizer pattern itself (cl100k_base's
+    and o200k_base's, see LineCounter.sums_exactly), not only from probes.
     """
 
     name: str
@@ -49,6 +51,7 @@ class EncodingSource:
     fingerprint: str = ""
     line_additive: bool = True
     word_floor: bool = True
+    lines_proven: bool = False
 
 
 def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
@@ -189,7 +192,18 @@ def _load(name: str) -> tuple[Any, EncodingSource]:
                             explicit_n_vocab=spec.explicit_n_vocab)
     fingerprint = hashlib.sha256(f"{sha256}\0{spec.pat_str}".encode()).hexdigest()
     origin = " + ".join(s.origin for s in searches)
-    return enc, EncodingSource(name, origin, sha256, "tiktoken", fingerprint)
+    return enc, EncodingSource(name, origin, sha256, "tiktoken", fingerprint,
+                               lines_proven=spec.pat_str in _proven_patterns())
+
+
+# The pre-tokenizer patterns whose line additivity LineCounter.sums_exactly argues from
+# the pattern (o200k_harmony shares o200k_base's). gpt2's family is left out: there a line
+# ending in a space is one piece alone and two pieces before another line.
+_PROVEN_FAMILIES = ("cl100k_base", "o200k_base")
+
+
+def _proven_patterns() -> set[str]:
+    return {spec.pat_str for spec in map(openai_spec, _PROVEN_FAMILIES) if spec is not None}
 
 
 def _openai_spec_or_raise(name: str) -> OpenAISpec:
