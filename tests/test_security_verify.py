@@ -268,3 +268,38 @@ def test_a_stored_macro_named_like_a_udf_is_reported_and_dropped(tmp_path):
                            "300).tokens_used").fetchone()[0] > 0
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("table_name, key, edit", [
+    ("rms_bundles", "PRIMARY KEY (bundle_id)", ("UUID PRIMARY KEY", "UUID NOT NULL")),
+    ("rms_receipts", "UNIQUE (bundle_id)", ("NOT NULL UNIQUE", "NOT NULL"))])
+def test_a_table_rebuilt_without_its_key_is_reported(tmp_path, capsys, table_name, key, edit):
+    """Review finding: rms_bundles rebuilt from the shipped DDL with `PRIMARY KEY` turned into
+    `NOT NULL` compares equal column by column, and then holds a second copy of a bundle row
+    that both verifiers passed. The key is part of the table's fingerprint now."""
+    from rms_duck.duck.shipped import shipped_statements
+
+    path = str(tmp_path / "keys.duckdb")
+    con = rms_duck.connect(path)
+    rms_duck.pack(con, table(0), budget=300, namespace="ns")
+    con.close()
+    ddl = shipped_statements()[table_name][1]
+    assert ddl.count(edit[0]) == 1
+    con = duckdb.connect(path)
+    con.execute(f"CREATE TABLE keep AS SELECT * FROM {table_name}")
+    con.execute(f"DROP TABLE {table_name}")
+    con.execute(ddl.replace(*edit))
+    con.execute(f"INSERT INTO {table_name} SELECT * FROM keep")
+    if table_name == "rms_bundles":  # the copy the key would have refused
+        con.execute(f"INSERT INTO {table_name} SELECT * FROM keep")
+    con.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RmsWarning)
+        con = rms_duck.connect(path, read_only=True)
+    problems = rms_duck.verify_receipts(con)
+    con.close()
+    assert [(p.problem, p.object_name) for p in problems] == [
+        ("STORED_OBJECT_CHANGED", table_name)]
+    assert f"it lacks '{key}'" in problems[0].detail
+    assert main(["audit", "--db", path]) == 1
+    assert key in capsys.readouterr().out

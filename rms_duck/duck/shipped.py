@@ -99,6 +99,17 @@ def _fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
             "AND table_name LIKE 'rms\\_%' ESCAPE '\\' ORDER BY table_name, column_index"
     ).fetchall():
         tables.setdefault(name.lower(), []).append(f"{column} {dtype} {nullable} {default}")
+    # Keys too: a table rebuilt without its primary key (its column kept NOT NULL) looks the
+    # same column by column, yet then holds two rows of one bundle, which no check reads.
+    keys: dict[str, list[str]] = {}
+    for name, kind, columns in con.execute(
+            f"SELECT table_name, constraint_type, constraint_column_names "
+            f"FROM duckdb_constraints() WHERE {db} "
+            "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') "
+            "AND table_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+        keys.setdefault(name.lower(), []).append(f"{kind} ({', '.join(columns)})")
+    for name, found in keys.items():
+        tables.setdefault(name, []).extend(sorted(found))
     for (name,) in con.execute(
             f"SELECT table_name FROM duckdb_tables() WHERE {db} AND NOT internal "
             "AND table_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
@@ -144,7 +155,7 @@ def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
             problems.append(ObjectProblem("STORED_OBJECT_CHANGED", name, (
                 f"the stored {have[0].lower()} {name} differs from the shipped {kind.lower()}; "
                 "verification ignores it and runs the shipped SQL, but plain DuckDB clients "
-                f"reading it may be misled; stored definition: {_short(have[1])}; "
+                f"reading it may be misled; {_difference(have, (kind, definition))}; "
                 "rms_duck.connect(path) on a writable file restores shipped views and macros")))
     for name, (kind, definition) in sorted(stored.items()):
         if name not in shipped:
@@ -181,6 +192,19 @@ def restore_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
             con.execute(restore_statement(problem.name))
             restored.append(problem.name)
     return restored
+
+
+def _difference(stored: tuple[str, str], shipped: tuple[str, str]) -> str:
+    """What a changed table lacks and adds, line by line (a column, or a key); for views
+    and macros, the stored definition."""
+    if stored[0] != "TABLE" or shipped[0] != "TABLE":
+        return f"stored definition: {_short(stored[1])}"
+    have, want = stored[1].splitlines(), shipped[1].splitlines()
+    lacks = [line for line in want if line not in have]
+    adds = [line for line in have if line not in want]
+    parts = ([f"it lacks {_short('; '.join(lacks))}"] if lacks else []) + (
+        [f"it has {_short('; '.join(adds))} instead"] if adds else [])
+    return ", ".join(parts) or f"stored definition: {_short(stored[1])}"
 
 
 def _short(text: str) -> str:
