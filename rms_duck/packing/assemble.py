@@ -90,9 +90,13 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         return None
     lines = ([shown_guidance] if shown_guidance else []) + [header] + body + [meta(total)]
     context = "".join(line + "\n" for line in lines)
-    # The sum is the count when the pattern proves it (LineCounter.sums_exactly); otherwise
-    # the whole output is counted, and the count wins.
-    actual = total if counter.sums_exactly(lines) else counter.count(context)
+    # The sum of the lines output (a format may render its metadata differently on a second
+    # call) is the count when the pattern proves it (LineCounter.sums_exactly); otherwise the
+    # whole output is counted, and the count wins.
+    if counter.sums_exactly(lines):
+        actual = sum(map(counter.line_cost, lines))
+    else:
+        actual = counter.count(context)
     if actual != total:
         # The per-line sum and the whole count disagree (a wrong loaded cost, or a tokenizer
         # without line additivity, see tokens/hf.py); trust only the whole count, and say so.

@@ -81,7 +81,7 @@ def warm_counter(counter: LineCounter, lines: Iterable[str], *, processes: int |
     if unseen:
         costs = cost_lines(unseen, counter.encoding, processes=processes,
                            threshold_chars=threshold_chars)
-        counter.prime(zip(unseen, costs, strict=False), fresh=True)
+        counter._remember_tokenized(zip(unseen, costs, strict=False))
     return len(unseen)
 
 

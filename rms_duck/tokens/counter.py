@@ -244,17 +244,21 @@ class LineCounter:
         return list(dict.fromkeys(line for line in lines
                                   if line not in cache and line not in loaded))
 
-    def prime(self, costs: Iterable[tuple[str, int]], *, fresh: bool = False) -> None:
-        """Add known line costs. fresh=True: just tokenized here (bulk costing), so they join
-        the process-wide cache; otherwise loaded from storage, kept for this counter only."""
+    def prime(self, costs: Iterable[tuple[str, int]]) -> None:
+        """Add line costs loaded from storage: checked against cost_bounds, kept for this
+        counter only, and never taken as proof (a pack that uses one counts its output)."""
         for line, cost in costs:
-            if not fresh:
-                low, high = cost_bounds(line, self.max_token_chars)
-                if isinstance(cost, int) and low <= cost <= high:
-                    self._loaded[line] = cost
-                else:
-                    self.rejected[line] = cost  # impossible: the tokenizer counts it instead
-                continue
+            low, high = cost_bounds(line, self.max_token_chars)
+            if isinstance(cost, int) and low <= cost <= high:
+                self._loaded[line] = cost
+            else:
+                self.rejected[line] = cost  # impossible: the tokenizer counts it instead
+
+    def _remember_tokenized(self, costs: Iterable[tuple[str, int]]) -> None:
+        """Add costs the tokenizer just computed (bulk costing, in this process or its
+        workers): they join the process-wide cache, which sums_exactly trusts. Private to
+        the package, so no caller can slip a cost that the tokenizer did not make into it."""
+        for line, cost in costs:
             self._remember(line, cost)
             if self._fresh is not None:
                 self._fresh[line] = cost
