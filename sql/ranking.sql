@@ -53,23 +53,33 @@ COMMENT ON MACRO rms_retrievable IS 'rms_retrievable(lifecycle_state): true for 
 -- rms_ranking_weights: validated composite weights; without a query embedding the vector
 -- weight is shared out over the other signals in proportion, so scores still reach 1
 CREATE OR REPLACE MACRO rms_ranking_weights(weights, has_vector) AS (
+    -- Read through JSON, not a STRUCT cast: a cast drops a misspelt field without a word
+    -- (or fails in the binder, naming no field), and this names it.
     WITH given AS (
-        SELECT CASE WHEN weights IS NULL
-                    THEN {'lexical': 0.45, 'ngram': 0.25, 'vector': 0.2, 'salience': 0.1}
-                    ELSE CAST(weights AS STRUCT(lexical DOUBLE, ngram DOUBLE, vector DOUBLE,
-                                                salience DOUBLE)) END AS w
+        SELECT CASE WHEN weights IS NULL THEN NULL ELSE CAST(to_json(weights) AS JSON) END AS j
     ),
     parts AS (
-        SELECT coalesce(struct_extract(w, 'lexical'), 0) AS lexical,
-               coalesce(struct_extract(w, 'ngram'), 0) AS ngram,
-               coalesce(struct_extract(w, 'vector'), 0) AS vector,
-               coalesce(struct_extract(w, 'salience'), 0) AS salience
+        SELECT CASE WHEN j IS NULL THEN 0.45 ELSE coalesce(CAST(j->>'lexical' AS DOUBLE), 0) END
+                   AS lexical,
+               CASE WHEN j IS NULL THEN 0.25 ELSE coalesce(CAST(j->>'ngram' AS DOUBLE), 0) END
+                   AS ngram,
+               CASE WHEN j IS NULL THEN 0.2 ELSE coalesce(CAST(j->>'vector' AS DOUBLE), 0) END
+                   AS vector,
+               CASE WHEN j IS NULL THEN 0.1 ELSE coalesce(CAST(j->>'salience' AS DOUBLE), 0) END
+                   AS salience,
+               CASE WHEN j IS NULL OR json_type(j) <> 'OBJECT' THEN []
+                    ELSE list_filter(json_keys(j), lambda x: x NOT IN (
+                        'lexical', 'ngram', 'vector', 'salience')) END AS unknown
         FROM given
     ),
     checked AS (
         SELECT CASE
+            WHEN len(unknown) > 0
+            THEN error('ranking weights: unknown field(s) ' || array_to_string(unknown, ', ')
+                       || '; fields: lexical, ngram, vector, salience (missing fields are 0)')
             WHEN least(lexical, ngram, vector, salience) < 0
                  OR abs(lexical + ngram + vector + salience - 1) > 1e-9
+                 OR NOT isfinite(lexical + ngram + vector + salience)
             THEN error('ranking weights must be >= 0 and sum to 1, got '
                        || CAST(to_json({'lexical': lexical, 'ngram': ngram, 'vector': vector,
                                         'salience': salience}) AS VARCHAR)
@@ -206,15 +216,57 @@ CREATE OR REPLACE MACRO rms_ngram_similarity(query, namespace := NULL) AS TABLE
     FROM shared AS s JOIN docs AS d USING (node_id), qn;
 COMMENT ON MACRO TABLE rms_ngram_similarity IS 'rms_ngram_similarity(query, namespace := NULL): node_id, trigram-set cosine in [0, 1]';
 
--- rms_vector_similarity: the VECTOR path, cosine between rms_nodes.embedding and the query's
+-- rms_checked_embedding: the query embedding as FLOAT[], or an error naming it when it has no
+-- direction (empty, all zeros, or a NULL, NaN or infinite component): its cosine with any
+-- node is NaN, and NaN compares greater than every score
+CREATE OR REPLACE MACRO rms_checked_embedding(query_embedding) AS
+    CASE WHEN query_embedding IS NULL THEN NULL
+         WHEN len(query_embedding) = 0
+              OR list_bool_or(list_transform(CAST(query_embedding AS DOUBLE[]),
+                                             lambda x: x IS NULL OR NOT isfinite(x)))
+              OR list_sum(list_transform(CAST(query_embedding AS DOUBLE[]),
+                                         lambda x: x * x)) = 0
+         THEN error('rms_candidates: query_embedding must be a non-empty list of finite '
+                    || 'numbers, not all 0, got ' || left(CAST(query_embedding AS VARCHAR), 80)
+                    || '; pass the query''s embedding from the model that embedded '
+                    || 'rms_nodes.embedding, or NULL to rank without the VECTOR path')
+         ELSE CAST(query_embedding AS FLOAT[]) END;
+COMMENT ON MACRO rms_checked_embedding IS 'rms_checked_embedding(query_embedding): FLOAT[]; an error when it is empty, all zeros or holds NULL, NaN or infinity';
+
+-- rms_vector_similarity: the VECTOR path, cosine between rms_nodes.embedding and the query's;
+-- a node whose stored embedding has no direction (all zeros, NaN) has no cosine, so no path
 CREATE OR REPLACE MACRO rms_vector_similarity(query_embedding, namespace := NULL) AS TABLE
-    SELECT n.id AS node_id,
-           list_cosine_similarity(n.embedding, CAST(query_embedding AS FLOAT[])) AS similarity
-    FROM rms_nodes AS n
-    WHERE query_embedding IS NOT NULL AND n.embedding IS NOT NULL
-      AND (namespace IS NULL OR n.namespace_id = namespace)
-      AND rms_retrievable(n.lifecycle_state);
-COMMENT ON MACRO TABLE rms_vector_similarity IS 'rms_vector_similarity(query_embedding, namespace := NULL): node_id, cosine with rms_nodes.embedding';
+    SELECT node_id, similarity
+    FROM (
+        SELECT n.id AS node_id,
+               CASE WHEN len(n.embedding) <> len(q.e)
+                    THEN error('rms_candidates: query_embedding has ' || len(q.e)
+                               || ' dimensions but the embedding of node '
+                               || CAST(n.id AS VARCHAR) || ' has ' || len(n.embedding)
+                               || '; embed the query with the model that embedded the nodes')
+                    ELSE list_cosine_similarity(n.embedding, q.e) END AS similarity
+        FROM rms_nodes AS n, (SELECT rms_checked_embedding(query_embedding) AS e) AS q
+        WHERE q.e IS NOT NULL AND n.embedding IS NOT NULL
+          AND (namespace IS NULL OR n.namespace_id = namespace)
+          AND rms_retrievable(n.lifecycle_state)
+    )
+    WHERE NOT isnan(similarity);
+COMMENT ON MACRO TABLE rms_vector_similarity IS 'rms_vector_similarity(query_embedding, namespace := NULL): node_id, cosine with rms_nodes.embedding (nodes whose embedding has no direction left out)';
+
+-- rms_ranking_args: true, or an error naming k or ngram_min when it is out of range
+CREATE OR REPLACE MACRO rms_ranking_args(k, ngram_min) AS
+    CASE WHEN k IS NULL OR NOT isfinite(CAST(k AS DOUBLE)) OR CAST(k AS DOUBLE) < 0
+              OR CAST(k AS DOUBLE) <> floor(CAST(k AS DOUBLE))
+         THEN error('rms_candidates: k must be a whole number >= 0, got '
+                    || coalesce(CAST(k AS VARCHAR), 'NULL') || '; pass for example k := 50')
+         WHEN ngram_min IS NULL OR NOT isfinite(CAST(ngram_min AS DOUBLE))
+              OR CAST(ngram_min AS DOUBLE) < 0 OR CAST(ngram_min AS DOUBLE) > 1
+         THEN error('rms_candidates: ngram_min must be a number in [0, 1], got '
+                    || coalesce(CAST(ngram_min AS VARCHAR), 'NULL')
+                    || '; pass for example ngram_min := 0.2 (0 lets any shared trigram count, '
+                    || '1 only identical trigram sets)')
+         ELSE true END;
+COMMENT ON MACRO rms_ranking_args IS 'rms_ranking_args(k, ngram_min): true; an error when k is not a whole number >= 0 or ngram_min is not in [0, 1]';
 
 -- rms_pinned_and_tasks: RFC-0005 4.4, pinned nodes and active tasks, whatever the query
 CREATE OR REPLACE MACRO rms_pinned_and_tasks(namespace := NULL) AS TABLE
@@ -271,33 +323,67 @@ COMMENT ON MACRO TABLE rms_specificity IS 'rms_specificity(namespace := NULL, ra
 -- rms_ranking_cues: validated settings of the cues added to the composite score, defaults
 -- filled in (see docs: speaker, time, specificity boosts; session neighbours; feedback)
 CREATE OR REPLACE MACRO rms_ranking_cues(cues) AS (
+    -- Read through JSON as rms_ranking_weights is, so a misspelt cue is an error.
     WITH given AS (
-        SELECT CAST(coalesce(cues, {'speaker': NULL}) AS STRUCT(
-            speaker DOUBLE, "time" DOUBLE, specificity DOUBLE, neighbours INTEGER,
-            neighbour_decay DOUBLE, neighbour_seeds INTEGER, feedback_docs INTEGER,
-            feedback_terms INTEGER, feedback_weight DOUBLE)) AS c
+        SELECT CASE WHEN cues IS NULL THEN CAST('{}' AS JSON)
+                    ELSE CAST(to_json(cues) AS JSON) END AS j
     ),
-    filled AS (
-        SELECT coalesce(c.speaker, 0.3) AS speaker, coalesce(c."time", 0.5) AS "time",
-               coalesce(c.specificity, 0.25) AS specificity,
-               coalesce(c.neighbours, 2) AS neighbours,
-               coalesce(c.neighbour_decay, 0.8) AS neighbour_decay,
-               coalesce(c.neighbour_seeds, 30) AS neighbour_seeds,
-               coalesce(c.feedback_docs, 5) AS feedback_docs,
-               coalesce(c.feedback_terms, 10) AS feedback_terms,
-               coalesce(c.feedback_weight, 0.5) AS feedback_weight
+    raw AS (
+        SELECT coalesce(CAST(j->>'speaker' AS DOUBLE), 0.3) AS speaker,
+               coalesce(CAST(j->>'time' AS DOUBLE), 0.5) AS "time",
+               coalesce(CAST(j->>'specificity' AS DOUBLE), 0.25) AS specificity,
+               coalesce(CAST(j->>'neighbours' AS DOUBLE), 2) AS neighbours,
+               coalesce(CAST(j->>'neighbour_decay' AS DOUBLE), 0.8) AS neighbour_decay,
+               coalesce(CAST(j->>'neighbour_seeds' AS DOUBLE), 30) AS neighbour_seeds,
+               coalesce(CAST(j->>'feedback_docs' AS DOUBLE), 5) AS feedback_docs,
+               coalesce(CAST(j->>'feedback_terms' AS DOUBLE), 10) AS feedback_terms,
+               coalesce(CAST(j->>'feedback_weight' AS DOUBLE), 0.5) AS feedback_weight,
+               CASE WHEN json_type(j) <> 'OBJECT' THEN []
+                    ELSE list_filter(json_keys(j), lambda x: x NOT IN (
+                        'speaker', 'time', 'specificity', 'neighbours', 'neighbour_decay',
+                        'neighbour_seeds', 'feedback_docs', 'feedback_terms',
+                        'feedback_weight')) END AS unknown
         FROM given
+    ),
+    checked AS (
+        SELECT CASE
+            WHEN len(unknown) > 0
+            THEN error('ranking cues: unknown field(s) ' || array_to_string(unknown, ', ')
+                       || '; fields: speaker, time, specificity, neighbours, '
+                       || 'neighbour_decay, neighbour_seeds, feedback_docs, feedback_terms, '
+                       || 'feedback_weight')
+            WHEN NOT (least(speaker, "time", specificity, neighbour_decay, feedback_weight) >= 0
+                      AND greatest(speaker, "time", specificity, neighbour_decay,
+                                   feedback_weight) <= 1
+                      AND least(neighbours, neighbour_seeds, feedback_docs, feedback_terms) >= 0
+                      AND greatest(neighbours, neighbour_seeds, feedback_docs,
+                                   feedback_terms) <= 2147483647
+                      AND neighbours = floor(neighbours)
+                      AND neighbour_seeds = floor(neighbour_seeds)
+                      AND feedback_docs = floor(feedback_docs)
+                      AND feedback_terms = floor(feedback_terms))
+            THEN error('ranking cues out of range, got '
+                       || CAST(to_json({'speaker': speaker, 'time': "time",
+                                        'specificity': specificity, 'neighbours': neighbours,
+                                        'neighbour_decay': neighbour_decay,
+                                        'neighbour_seeds': neighbour_seeds,
+                                        'feedback_docs': feedback_docs,
+                                        'feedback_terms': feedback_terms,
+                                        'feedback_weight': feedback_weight}) AS VARCHAR)
+                       || '; speaker, time, specificity, neighbour_decay, feedback_weight must be '
+                       || 'in [0, 1] and neighbours, neighbour_seeds, feedback_docs, '
+                       || 'feedback_terms whole numbers >= 0 (0 turns a cue off)')
+            ELSE true END AS ok, *
+        FROM raw
     )
-    SELECT CASE
-        WHEN least(speaker, "time", specificity, neighbour_decay, feedback_weight) < 0
-             OR greatest(speaker, "time", specificity, neighbour_decay, feedback_weight) > 1
-             OR least(neighbours, neighbour_seeds, feedback_docs, feedback_terms) < 0
-        THEN error('ranking cues out of range, got ' || CAST(to_json(filled) AS VARCHAR)
-                   || '; speaker, time, specificity, neighbour_decay, feedback_weight must be '
-                   || 'in [0, 1] and neighbours, neighbour_seeds, feedback_docs, '
-                   || 'feedback_terms whole numbers >= 0 (0 turns a cue off)')
-        ELSE filled END
-    FROM filled
+    SELECT CASE WHEN ok THEN {'speaker': speaker, 'time': "time", 'specificity': specificity,
+                              'neighbours': CAST(neighbours AS INTEGER),
+                              'neighbour_decay': neighbour_decay,
+                              'neighbour_seeds': CAST(neighbour_seeds AS INTEGER),
+                              'feedback_docs': CAST(feedback_docs AS INTEGER),
+                              'feedback_terms': CAST(feedback_terms AS INTEGER),
+                              'feedback_weight': feedback_weight} END
+    FROM checked
 );
 COMMENT ON MACRO rms_ranking_cues IS 'rms_ranking_cues(cues): checked cue settings (speaker, time, specificity, neighbours, neighbour_decay, neighbour_seeds, feedback_docs, feedback_terms, feedback_weight)';
 
@@ -448,7 +534,9 @@ CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
            vector, salience
     FROM scored
     ORDER BY kept DESC, score DESC, created_at DESC, node_id
-    LIMIT k;
+    -- The LIMIT is evaluated once whatever the rows, so the checks run even when no node
+    -- matches (greatest: a negative constant would be the binder's error, not ours).
+    LIMIT CASE WHEN rms_ranking_args(k, ngram_min) THEN greatest(k, 0) END;
 COMMENT ON MACRO TABLE rms_candidate_scores IS 'rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min, cues): per node paths, signals and score with the ranking cues';
 
 -- rms_lexical_index_status: whether the lexical index is current (else run refresh_index)
@@ -464,8 +552,13 @@ COMMENT ON MACRO TABLE rms_lexical_index_status IS 'rms_lexical_index_status(): 
 
 -- rms_index_guard: one row (ok = true), or an error when nodes are missing from the lexical
 -- index or changed since it was built: ranking on it would silently miss them
-CREATE OR REPLACE MACRO rms_index_guard(stale_ok := false) AS TABLE
-    SELECT CASE WHEN (missing > 0 OR stale > 0) AND NOT stale_ok
+CREATE OR REPLACE MACRO rms_index_guard(stale_ok := false, k := 50, ngram_min := 0.2,
+                                         query_embedding := NULL) AS TABLE
+    -- The argument checks run here too: this one row is computed even when nothing matches.
+    SELECT CASE WHEN NOT rms_ranking_args(k, ngram_min)
+                     OR (query_embedding IS NOT NULL
+                         AND rms_checked_embedding(query_embedding) IS NULL) THEN false
+                WHEN (missing > 0 OR stale > 0) AND NOT stale_ok
                 THEN error('rms_candidates: the lexical index is out of date (' || missing
                            || ' of ' || (indexed + missing + stale) || ' nodes not indexed, '
                            || stale || ' changed since); run rms_duck.refresh_index(con) '
@@ -473,7 +566,7 @@ CREATE OR REPLACE MACRO rms_index_guard(stale_ok := false) AS TABLE
                            || 'or pass stale_ok := true to rank on the index as it is')
                 ELSE true END AS ok
     FROM rms_lexical_index_status();
-COMMENT ON MACRO TABLE rms_index_guard IS 'rms_index_guard(stale_ok := false): one row, ok = true; an error when the lexical index is out of date';
+COMMENT ON MACRO TABLE rms_index_guard IS 'rms_index_guard(stale_ok := false, k := 50, ngram_min := 0.2, query_embedding := NULL): one row, ok = true; an error when the lexical index is out of date or an argument is out of range';
 
 -- rms_candidates: ranked candidates with exactly the columns pack_context() reads
 CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50,
@@ -493,7 +586,7 @@ CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50,
                WHERE e.kind = 'CONTRADICTS' AND (e.source_id = n.id OR e.target_id = n.id)
            ), CAST([] AS VARCHAR[])) AS contradicts,
            n.session_id, n.session_position, n.condition_state, n.token_cost_estimate
-    FROM rms_index_guard(stale_ok) AS g,
+    FROM rms_index_guard(stale_ok, k, ngram_min, query_embedding) AS g,
          rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min, cues) AS s
     JOIN rms_nodes AS n ON n.id = s.node_id
     WHERE g.ok

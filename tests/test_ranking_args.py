@@ -1,0 +1,89 @@
+"""rms_candidates() arguments: each bad one is an error that names it, and an embedding with
+no direction never ranks (review of the SQL surface, each case from its reproduction)."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import rms_duck
+from rms_duck.duck.ranking import refresh_index
+
+NODES = [("00000000-0000-0000-0000-000000000001", "The budget review is on Friday.", [1, 0, 0]),
+         ("00000000-0000-0000-0000-000000000003", "Gardening: the tomatoes need water.",
+          [0, 0, 0]),
+         ("00000000-0000-0000-0000-000000000004", "Budget numbers are final.", [0.9, 0.1, 0])]
+
+
+@pytest.fixture(scope="module")
+def ranked():
+    con = rms_duck.connect()
+    con.executemany("INSERT INTO rms_nodes (id, namespace_id, content, embedding) "
+                    "VALUES (?, 'ns', ?, ?)", [list(n) for n in NODES])
+    refresh_index(con)
+    yield con
+    con.close()
+
+
+def _error(con, args: str) -> str:
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(f"SELECT * FROM rms_candidates('budget', {args})").fetchall()
+    return str(info.value)
+
+
+def test_a_node_whose_embedding_is_all_zeros_does_not_top_the_ranking(ranked):
+    """Its cosine is NaN, which compared greater than every score: the gardening node came
+    first with 0.61 and a VECTOR path."""
+    rows = ranked.execute("SELECT id, paths FROM rms_candidates('budget', "
+                          "query_embedding := [1, 0, 0])").fetchall()
+    assert [r[0] for r in rows] == [NODES[0][0], NODES[2][0]]
+    assert all("VECTOR" in paths for _, paths in rows)
+
+
+@pytest.mark.parametrize("embedding", ["[0, 0, 0]", "['nan'::FLOAT, 0, 0]", "[]::FLOAT[]",
+                                       "[1, NULL, 0]", "['inf'::DOUBLE, 0, 0]"])
+def test_a_query_embedding_with_no_direction_is_an_error_naming_it(ranked, embedding):
+    message = _error(ranked, f"query_embedding := {embedding}")
+    assert "query_embedding must be a non-empty list of finite numbers, not all 0" in message
+    assert "or NULL to rank without the VECTOR path" in message
+
+
+def test_a_query_embedding_of_the_wrong_size_names_both_sizes(ranked):
+    message = _error(ranked, "query_embedding := [1, 0]")
+    assert "query_embedding has 2 dimensions but the embedding of node" in message
+    assert "has 3" in message
+
+
+@pytest.mark.parametrize("args, expected", [
+    ("k := NULL", "k must be a whole number >= 0, got NULL"),
+    ("k := 2.5", "k must be a whole number >= 0, got 2.5"),
+    ("k := -1", "k must be a whole number >= 0, got -1"),
+    ("ngram_min := 2", "ngram_min must be a number in [0, 1], got 2"),
+    ("ngram_min := -1", "ngram_min must be a number in [0, 1], got -1"),
+    ("ngram_min := 'nan'::DOUBLE", "ngram_min must be a number in [0, 1], got nan"),
+    ("ngram_min := NULL", "ngram_min must be a number in [0, 1], got NULL"),
+    ("weights := {'lexcial': 1}", "ranking weights: unknown field(s) lexcial"),
+    ("weights := {'lexical': 0.5, 'bogus': 0.5}", "ranking weights: unknown field(s) bogus"),
+    ("cues := {'speakr': 0}", "ranking cues: unknown field(s) speakr"),
+    ("cues := {'speakr': 0, 'time': 0.5}", "ranking cues: unknown field(s) speakr"),
+    ("cues := {'neighbours': 1.5}", "ranking cues out of range"),
+    ("cues := {'feedback_docs': 100000000000}", "ranking cues out of range"),
+])
+def test_a_bad_ranking_argument_is_an_error_naming_it(ranked, args, expected):
+    assert expected in _error(ranked, args)
+
+
+def test_the_argument_checks_run_when_nothing_matches():
+    con = rms_duck.connect()
+    assert con.execute("SELECT * FROM rms_candidates('budget')").fetchall() == []
+    for args in ("k := NULL", "ngram_min := 3", "query_embedding := [0, 0]"):
+        with pytest.raises(duckdb.Error, match="rms_candidates: "):
+            con.execute(f"SELECT * FROM rms_candidates('budget', {args})").fetchall()
+
+
+def test_good_arguments_still_rank(ranked):
+    rows = ranked.execute(
+        "SELECT id FROM rms_candidates('budget', k := 1, ngram_min := 0, "
+        "weights := {'lexical': 0.6, 'ngram': 0.2, 'vector': 0.1, 'salience': 0.1}, "
+        "cues := {'speaker': 0, 'neighbours': 0})").fetchall()
+    assert rows == [(NODES[0][0],)]
