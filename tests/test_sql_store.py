@@ -70,3 +70,47 @@ def test_rms_store_on_a_read_only_file_says_what_to_do(tmp_path):
                        ).fetchall()
     finally:
         ro.close()
+
+
+BAD_GROUP = """
+    SELECT i // 10 AS g, 'id' || i AS id, CASE WHEN i = {bad} THEN 1.5 ELSE 0.5 END AS score,
+           'memory text ' || i AS content
+    FROM range(1000) AS r(i)
+"""
+
+
+@pytest.mark.parametrize("bad", [5, 305, 995])
+def test_one_bad_group_in_a_group_by_stores_nothing_and_is_named(con, bad):
+    """SQL-surface review: group 30 of 100 holding a score of 1.5 failed the statement after
+    30 bundles (which ones depended on evaluation order) were stored. Now a batch of groups
+    is packed whole before any of it is stored."""
+    first = bad - bad % 10
+    # One thread: DuckDB hands the UDF all 100 groups in one batch (several threads would run
+    # several batches at once, each stored or refused on its own).
+    con.execute("SET threads = 1")
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(f"""
+            SELECT g, rms_store(list({{'id': id, 'score': score, 'content': content}}), 300,
+                                namespace := 'grp')
+            FROM ({BAD_GROUP.format(bad=bad)}) GROUP BY g""").fetchall()
+    message = str(info.value)
+    assert f"candidate #{bad % 10} (id 'id{bad}'): field 'score'" in message
+    assert f"(in the candidate list whose first candidate has id 'id{first}')" in message
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("pack_context(list({'id': id, 'score': score, 'content': content}), "
+     "CASE WHEN g = 43 THEN NULL ELSE 300 END)",
+     "budget must be a whole number of tokens, got None"),
+    ("pack_context(list({'id': CASE WHEN id = 'id437' THEN NULL ELSE id END, "
+     "'score': score, 'content': content}), 300)",
+     "candidate #7: field 'id' is required"),
+])
+def test_an_error_in_one_group_of_pack_context_names_the_group(con, expression, expected):
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(f"SELECT g, {expression} FROM ({BAD_GROUP.format(bad=-1)}) "
+                    "GROUP BY g").fetchall()
+    assert expected in str(info.value)
+    assert "(in the candidate list whose first candidate has id 'id430')" in str(info.value)

@@ -2,10 +2,13 @@
 
 `SELECT rms_store(list(c), 400, namespace := 'team') FROM ... GROUP BY ...` packs each group
 exactly as pack_context() does and stores the bundle row with its sealed, chained receipt,
-as rms_duck.pack() does, returning the receipt_id. The UDF holds its connection and stores
-through a cursor of its own, so each bundle commits in its own transaction, independently of
-the statement that called it: if that statement fails later, the bundles already stored stay,
-each with a valid receipt (the chain is append-only).
+as rms_duck.pack() does, returning the receipt_id. Each call of the UDF (DuckDB passes up to
+2,048 groups at once, one call per thread at a time) packs all its groups before it stores
+any, so a bad budget, config or candidate stores nothing of that call. The UDF holds its
+connection and stores through a cursor of its own, so each bundle commits in its own
+transaction, independently of the statement that called it: if that statement fails later
+(in a later call, or for another reason), the bundles already stored stay, each with a
+valid receipt (the chain is append-only).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import pyarrow as pa
 
 from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
-from ..errors import ReceiptError
-from ..packing.batches import candidate_rows
+from ..errors import ReceiptError, RmsError
+from ..packing.batches import candidate_rows, in_group
 from ..packing.pipeline import pack_candidates
 from .storage import store_bundle
 
@@ -33,16 +36,23 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
                       configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
                       sessions: pa.ChunkedArray) -> pa.Array:
         parsed: dict[Any, PackingConfig] = {}
-        out = []
+        packed = []
+        # Every group of the call is packed before any is stored: a bad one stores nothing.
         for rows, budget, raw, namespace, session in zip(
                 candidate_rows(candidates), budgets.to_pylist(), configs.to_pylist(),
                 namespaces.to_pylist(), sessions.to_pylist(), strict=False):
-            config = parsed.get(raw)
-            if config is None:
-                config = parsed[raw] = parse_config(raw)
-            # A NULL struct in the list reaches to_candidates, which names it.
-            validated = to_candidates(rows or [])  # type: ignore[arg-type]
-            bundle = pack_candidates(validated, budget=budget, config=config)
+            try:
+                config = parsed.get(raw)
+                if config is None:
+                    config = parsed[raw] = parse_config(raw)
+                # A NULL struct in the list reaches to_candidates, which names it.
+                validated = to_candidates(rows or [])  # type: ignore[arg-type]
+                bundle = pack_candidates(validated, budget=budget, config=config)
+            except RmsError as exc:
+                raise in_group(exc, rows) from None
+            packed.append((bundle, validated, namespace, session))
+        out = []
+        for bundle, validated, namespace, session in packed:
             try:
                 stored = store_bundle(con, bundle, validated, namespace=namespace,
                                       session_id=session)

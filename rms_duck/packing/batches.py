@@ -142,15 +142,22 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
     chunks = []
     for start in range(0, len(candidates), SLICE_BUNDLES):
         stop = start + SLICE_BUNDLES
-        jobs = [[rows or [], budget, _config(parsed, raw)] for rows, budget, raw in zip(
-            candidate_rows(candidates.slice(start, SLICE_BUNDLES)), budgets[start:stop],
-            configs[start:stop], strict=True)]
+        jobs = []
+        for rows, budget, raw in zip(candidate_rows(candidates.slice(start, SLICE_BUNDLES)),
+                                     budgets[start:stop], configs[start:stop], strict=True):
+            try:
+                jobs.append([rows or [], budget, _config(parsed, raw)])
+            except RmsError as exc:
+                raise in_group(exc, rows) from None
         ready = _prepare(jobs, counters, line_costs, processes)
         out = []
         for i, (rows, budget, config) in enumerate(jobs):
             # A row not ready gets no counter: pack_candidates then reports its error.
             counter = _counter(counters, config.encoding) if i < ready else None
-            bundle = pack_candidates(rows, budget=budget, config=config, counter=counter)
+            try:
+                bundle = pack_candidates(rows, budget=budget, config=config, counter=counter)
+            except RmsError as exc:
+                raise in_group(exc, rows) from None
             row = bundle_row(bundle)
             if inputs:
                 row["inputs"] = inputs_json(rows)  # validated by _prepare, or pack raised
@@ -159,6 +166,25 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
     if not chunks:
         return pa.array([], type=out_type)
     return pa.concat_arrays(chunks)
+
+
+def in_group(exc: RmsError, rows: Sequence[Any] | None) -> RmsError:
+    """`exc` saying which candidate list it came from. A GROUP BY gives a list no name of its
+    own, so the list is named by its first candidate's id (or as NULL or empty)."""
+    if rows is None:
+        where = "a NULL candidate list"
+    elif not rows:
+        where = "an empty candidate list"
+    else:
+        first = rows[0]
+        first_id = first.id if isinstance(first, Candidate) else (
+            first.get("id") if isinstance(first, dict) else None)
+        where = (f"the candidate list whose first candidate has id {str(first_id)!r}"
+                 if first_id is not None else
+                 f"a candidate list of {len(rows)} whose first candidate has no id")
+    error = type(exc)(f"{exc} (in {where})")
+    error.__cause__ = exc.__cause__
+    return error
 
 
 def candidate_rows(candidates: pa.ChunkedArray) -> list[list[Row] | None]:
