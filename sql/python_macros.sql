@@ -3,11 +3,26 @@
 -- the UDFs; the TEMP macros shadow the persistent stubs of the same names
 -- (sql/python_stubs.sql), which tell a plain DuckDB client to call rms_duck.register(con).
 
+-- rms_budget_arg: a budget of any SQL type as BIGINT, or an error naming it: a whole number
+-- in a DOUBLE, DECIMAL or text is taken, 400.5 or '400.5' is refused rather than rounded
+CREATE OR REPLACE TEMP MACRO rms_budget_arg(budget, fn) AS
+    CASE WHEN budget IS NULL THEN CAST(NULL AS BIGINT)
+         WHEN typeof(budget) = 'BOOLEAN' OR TRY_CAST(budget AS DOUBLE) IS NULL
+              OR NOT isfinite(TRY_CAST(budget AS DOUBLE))
+              OR TRY_CAST(budget AS DOUBLE) <> floor(TRY_CAST(budget AS DOUBLE))
+              OR abs(TRY_CAST(budget AS DOUBLE)) > 9e18
+         THEN error(fn || ': budget must be a whole number of tokens, got '
+                    || CAST(budget AS VARCHAR) || '; pass for example 4096')
+         ELSE CAST(TRY_CAST(budget AS DOUBLE) AS BIGINT) END;
+COMMENT ON MACRO rms_budget_arg IS 'rms_budget_arg(budget, fn): the budget as BIGINT; an error naming fn when it is not a whole number';
+
 -- pack_context: pack a LIST of candidate STRUCTs into a token budget; returns the bundle
 CREATE OR REPLACE TEMP MACRO pack_context(candidates, budget) AS
-    rms_pack_udf(CAST(candidates AS rms_candidate[]), budget, NULL),
+    rms_pack_udf(CAST(candidates AS rms_candidate[]), rms_budget_arg(budget, 'pack_context'),
+                 NULL),
     (candidates, budget, config) AS
-    rms_pack_udf(CAST(candidates AS rms_candidate[]), budget, CAST(to_json(config) AS VARCHAR));
+    rms_pack_udf(CAST(candidates AS rms_candidate[]), rms_budget_arg(budget, 'pack_context'),
+                 CAST(to_json(config) AS VARCHAR));
 COMMENT ON MACRO pack_context IS 'pack_context(candidates, budget [, config]): RFC-0006 bundle STRUCT, counted exactly';
 
 -- rms_token_count: exact count (RFC Method 1), o200k_base unless an encoding is named
@@ -61,7 +76,7 @@ COMMENT ON MACRO TABLE rms_replay IS 'rms_replay(rid := NULL): per receipt (all 
 -- committed in their own transaction (as rms_duck.pack does); returns the receipt_id
 CREATE OR REPLACE TEMP MACRO rms_store(candidates, budget, config := NULL, namespace := NULL,
                                        session_id := NULL) AS
-    rms_store_udf(CAST(candidates AS rms_candidate[]), budget,
+    rms_store_udf(CAST(candidates AS rms_candidate[]), rms_budget_arg(budget, 'rms_store'),
                   CAST(to_json(config) AS VARCHAR), CAST(namespace AS VARCHAR),
                   CAST(session_id AS VARCHAR));
 COMMENT ON MACRO rms_store IS 'rms_store(candidates, budget, config := NULL, namespace := NULL, session_id := NULL): pack, store the bundle with a chained receipt, return its receipt_id';

@@ -53,8 +53,32 @@ def test_estimate_overrides_and_errors():
     assert chars_per_token_for("some_future_encoding") == CHARS_PER_TOKEN["o200k_base"]
     with pytest.raises(ConfigError, match="unknown character class 'klingon'"):
         estimate_tokens("x", {"klingon": 2.0})
-    with pytest.raises(ConfigError, match=r"chars_per_token\['latin'\] must be a positive"):
+    with pytest.raises(ConfigError, match=r"chars_per_token\['latin'\] must be a number of "
+                       r"characters per token of at least 0.25"):
         estimate_tokens("x", {"latin": 0})
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("1e-300", "must be a number of characters per token of at least 0.25"),
+    ("0.1", "must be a number of characters per token of at least 0.25"),
+    ("'-4'", "must be a number of characters per token of at least 0.25"),
+    ("'4_0'", "second argument must be characters per token (a number) or an encoding name, "
+              "got '4_0'"),
+    ("' 4 '", "got ' 4 '"),
+    ("'nan'", "got 'nan'"),
+])
+def test_sql_estimate_refuses_ratios_no_text_can_have(spec, expected):
+    """SQL-surface review: 1e-300 gave Python's OverflowError, and '4_0' read as 40."""
+    import duckdb
+
+    import rms_duck
+
+    con = rms_duck.connect()
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(f"SELECT rms_token_estimate('hello world', {spec})").fetchall()
+    assert expected in str(info.value)
+    assert con.execute("SELECT rms_token_estimate('hello world', 0.25), "
+                       "rms_token_estimate('hello world', '4.5')").fetchall() == [(44, 3)]
 
 
 @pytest.mark.slow

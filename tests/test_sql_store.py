@@ -114,3 +114,26 @@ def test_an_error_in_one_group_of_pack_context_names_the_group(con, expression, 
                     "GROUP BY g").fetchall()
     assert expected in str(info.value)
     assert "(in the candidate list whose first candidate has id 'id430')" in str(info.value)
+
+
+ONE = "[{'id': 'a', 'score': 0.5, 'content': 'The deploy moved to Friday.'}]"
+
+
+@pytest.mark.parametrize("fn", ["pack_context", "rms_store"])
+@pytest.mark.parametrize("budget, expected", [
+    ("'400.5'", "got 400.5"), ("400.5", "got 400.5"), ("true", "got true"),
+    ("'abc'", "got abc"), ("'nan'::DOUBLE", "got nan"), ("1e30", "got 1e+30")])
+def test_a_budget_that_is_not_a_whole_number_is_refused_by_name(con, fn, budget, expected):
+    """SQL-surface review: '400.5' was rounded to 401, and a DOUBLE budget was a binder error
+    naming the internal UDF."""
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(f"SELECT {fn}({ONE}, {budget})").fetchall()
+    assert f"{fn}: budget must be a whole number of tokens, {expected}" in str(info.value)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("budget", ["400", "400.0", "'400'", "'4e2'", "400::HUGEINT",
+                                    "400::DECIMAL(10, 2)"])
+def test_a_whole_budget_of_any_type_packs_as_the_integer(con, budget):
+    assert con.execute(f"SELECT pack_context({ONE}, {budget}).context_budget").fetchall() == [
+        (400,)]

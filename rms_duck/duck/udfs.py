@@ -8,6 +8,7 @@ Arrow array of the same length. Errors propagate as RmsError subclasses, so SQL 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -68,13 +69,14 @@ def token_estimate_udf(texts: pa.ChunkedArray, specs: pa.ChunkedArray) -> pa.Arr
     return pa.array(out, type=pa.int64())
 
 
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _estimate_spec(spec: str | None) -> tuple[float | None, str | None]:
     if spec is None:
         return None, None
-    try:
+    if _NUMBER.fullmatch(spec):  # plain decimal text only: float() also reads '4_0' and ' 4 '
         return float(spec), None
-    except ValueError:
-        pass
     known = known_encodings()
     if spec not in known:
         raise ConfigError(

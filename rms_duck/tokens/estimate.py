@@ -135,12 +135,18 @@ def _vocabulary(encoding: str) -> Mapping[bytes, int] | None:
         return None
 
 
+# A token covers at least one byte and a character at most four (UTF-8), so no text has
+# fewer characters per token than this; a smaller ratio only inflates (or overflows) counts.
+MIN_CHARS_PER_TOKEN = 0.25
+
+
 def _check_ratio(field: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and value > 0
+        math.isfinite(value) and value >= MIN_CHARS_PER_TOKEN
     ):
-        raise ConfigError(f"{field} must be a positive number of characters per token, "
-                          f"got {value!r}; try 4.0 for English prose")
+        raise ConfigError(f"{field} must be a number of characters per token of at least "
+                          f"{MIN_CHARS_PER_TOKEN} (a token is at least one byte, a character "
+                          f"at most four), got {value!r}; try 4.0 for English prose")
     return float(value)
 
 
