@@ -9,6 +9,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -165,3 +166,14 @@ def test_a_negative_eval_budget_says_it_must_be_positive(capsys):
 
     assert main(["eval", "examples/eval_conversations.jsonl", "--budgets=-5"]) == 1
     assert "--budgets must be a positive whole number, got -5" in capsys.readouterr().err
+
+
+def test_the_shipped_candidates_file_packs_as_the_docs_show(tmp_path):
+    """README and integrations.md pipe examples/candidates.jsonl into `rms-duck pack`; the
+    newcomer run found no such file shipped."""
+    lines = (Path(__file__).parent.parent / "examples" / "candidates.jsonl").read_text()
+    out = json.loads(rms("pack", "--budget", "300", "--no-store", stdin=lines).stdout)
+    assert len(out["included"]) == 5 and out["tokens_used"] <= 200
+    db = str(tmp_path / "memory.duckdb")
+    stored = json.loads(rms("pack", "--budget", "2000", "--db", db, stdin=lines).stdout)
+    assert stored["receipt_id"]

@@ -166,6 +166,16 @@ def test_missing_dask_is_named_with_the_extra(monkeypatch):
         pack_groups(None, by="q", budget=300)
 
 
+@pytest.mark.parametrize("missing", ["dask.dataframe", "distributed"])
+def test_bench_dask_without_dask_names_the_extra(monkeypatch, capsys, missing):
+    """Newcomer run: `rms-duck bench --dask` on the base install ended in a traceback."""
+    from rms_duck.cli import main
+
+    monkeypatch.setitem(sys.modules, missing, None)
+    assert main(["bench", "--dask"]) == 1
+    assert "pip install 'rms-duck[dask]'" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_two_thousand_groups_match_duckdb(con, client):
     frame, expected = _bench(con, 2_000)

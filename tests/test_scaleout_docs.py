@@ -50,7 +50,7 @@ def test_dask_line_cost_and_store_blocks_run_in_order(tmp_path, monkeypatch):
     (tmp_path / "candidates").mkdir()
     pq.write_table(table, tmp_path / "candidates" / "part-0.parquet")
     monkeypatch.chdir(tmp_path)
-    scope: dict = {}
+    scope: dict = {"__name__": "__main__"}  # as in the script the Dask block guards for
     for heading in ("Line costs travel", "Dask", "Back into one store"):
         exec(compile(block(heading), f"scale-out.md: {heading}", "exec"), scope)
     assert scope["stored"].num_rows == 40

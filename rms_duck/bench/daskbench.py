@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..duck.connection import connect
+from ..errors import MissingExtraError
 from ..formats.base import clear_render_memos
 from ..tokens.counter import clear_line_cache
 from .workload import BULK_PACK_SQL, make_bulk_tables
@@ -42,10 +43,15 @@ SMOKE = DaskPlan(groups=200, partitions=4, repeats=1)
 
 
 def measure(plan: DaskPlan, *, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    import dask.dataframe as dd
-    import distributed
+    from ..dask import _imports, pack_groups
 
-    from ..dask import pack_groups
+    dd, _ = _imports()  # a MissingExtraError naming the extra when dask is not installed
+    try:
+        import distributed
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"rms-duck bench --dask needs dask.distributed ({exc}); install it with "
+            "pip install 'rms-duck[dask]'") from None
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # shuffle notices per run
     con = connect()

@@ -86,7 +86,9 @@ def summary(bundle: MemoryBundle, *, db: str, added: int, stored: int, question:
         f"tokens:    {bundle.tokens_used} used of {bundle.context_budget} "
         f"(available after {bundle.config.overhead_tokens} overhead: {bundle.available}; "
         f"encoding {bundle.config.encoding})",
-        f"records:   {len(bundle.included)} included, {len(bundle.excluded)} excluded ({excluded})",
+        f"records:   {len(bundle.included)} included, {len(bundle.excluded)} excluded ({excluded}) "
+        f"of {len(bundle.included) + len(bundle.excluded)} ranked candidates "
+        "(examples/demo_ranking.sql leaves archived nodes out)",
         f"flags:     {', '.join(bundle.flags) or 'none'}",
         f"stored:    receipt {bundle.receipt_id} in {db} "
         f"({stored} receipts; {added} sample nodes added this run)",
