@@ -386,7 +386,8 @@ def test_estimate_ratios_are_keyed_by_encoding(hf_names):
         estimate._BY_ENCODING.pop(name, None)
     with pytest.raises(ConfigError, match="unknown character class 'klingon'"):
         estimate.set_chars_per_token(name, {"klingon": 2.0})
-    with pytest.raises(ConfigError, match=r"chars_per_token\['latin'\] must be a positive"):
+    with pytest.raises(ConfigError, match=r"chars_per_token\['latin'\] must be a number of "
+                       r"characters per token of at least 0.25"):
         estimate.set_chars_per_token(name, {"latin": 0})
 
 
