@@ -197,6 +197,17 @@ def test_unknown_encoding_in_rms_token_count(shared_con):
     assert "Did you mean 'cl100k_base'?" in message
 
 
+def test_null_text_and_null_encoding_in_rms_token_count(shared_con):
+    """SQL-surface review: a NULL text counted as an error when its encoding was NULL too."""
+    rows = shared_con.sql("SELECT rms_token_count(t, e) FROM (VALUES ('hi', 'o200k_base'), "
+                          "(NULL, NULL), ('a b', 'cl100k_base')) AS v(t, e)").fetchall()
+    assert rows == [(1,), (None,), (2,)]
+    with pytest.raises(duckdb.Error, match="encoding must name an encoding such as "
+                                           "'o200k_base' or 'cl100k_base', got NULL for the "
+                                           "text 'hi'; pass one"):
+        shared_con.sql("SELECT rms_token_count('hi', NULL)").fetchall()
+
+
 def test_wrong_field_type_names_the_candidate_and_field():
     with pytest.raises(CandidateError, match=r"candidate #0 \(id 'a'\): field 'pinned' must be "
                                              r"true or false, got 'yes'; cast it to BOOLEAN"):

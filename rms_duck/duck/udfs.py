@@ -49,10 +49,15 @@ def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Ar
                         type=pa.int64())
     out = []
     for text, name in zip(texts.to_pylist(), encodings.to_pylist(), strict=False):
+        if text is None:
+            out.append(None)  # a NULL text counts as NULL, whatever the encoding
+            continue
         if name is None:
-            raise ConfigError("encoding must name an encoding such as 'o200k_base' or "
-                              "'cl100k_base', got NULL")
-        out.append(None if text is None else len(get_encoding(name).encode_ordinary(text)))
+            raise ConfigError(f"rms_token_count: encoding must name an encoding such as "
+                              f"'o200k_base' or 'cl100k_base', got NULL for the text "
+                              f"{text[:40]!r}; pass one, or call rms_token_count(text) for "
+                              "o200k_base")
+        out.append(len(get_encoding(name).encode_ordinary(text)))
     return pa.array(out, type=pa.int64())
 
 
