@@ -6,13 +6,17 @@
 -- rms_budget_arg: a budget of any SQL type as BIGINT, or an error naming it: a whole number
 -- in a DOUBLE, DECIMAL or text is taken, 400.5 or '400.5' is refused rather than rounded
 CREATE OR REPLACE TEMP MACRO rms_budget_arg(budget, fn) AS
+    -- NULL goes on to the UDF, whose error names the group it belongs to.
     CASE WHEN budget IS NULL THEN CAST(NULL AS BIGINT)
          WHEN typeof(budget) = 'BOOLEAN' OR TRY_CAST(budget AS DOUBLE) IS NULL
               OR NOT isfinite(TRY_CAST(budget AS DOUBLE))
               OR TRY_CAST(budget AS DOUBLE) <> floor(TRY_CAST(budget AS DOUBLE))
-              OR abs(TRY_CAST(budget AS DOUBLE)) > 9e18
          THEN error(fn || ': budget must be a whole number of tokens, got '
                     || CAST(budget AS VARCHAR) || '; pass for example 4096')
+         WHEN NOT TRY_CAST(budget AS DOUBLE) BETWEEN -2147483648 AND 2147483647
+         THEN error(fn || ': budget must be in -2,147,483,648..2,147,483,647 tokens (it is '
+                    || 'stored as a 32-bit INTEGER), got ' || CAST(budget AS VARCHAR)
+                    || '; pass a budget such as 4096 (0 or less gives BUDGET_ERROR)')
          ELSE CAST(TRY_CAST(budget AS DOUBLE) AS BIGINT) END;
 COMMENT ON MACRO rms_budget_arg IS 'rms_budget_arg(budget, fn): the budget as BIGINT; an error naming fn when it is not a whole number';
 

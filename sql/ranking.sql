@@ -50,26 +50,46 @@ CREATE OR REPLACE MACRO rms_retrievable(lifecycle_state) AS
     lifecycle_state IN ('tentative', 'stable', 'contested');
 COMMENT ON MACRO rms_retrievable IS 'rms_retrievable(lifecycle_state): true for tentative, stable and contested nodes';
 
+-- rms_json_number: a numeric field of a JSON object as DOUBLE (fallback when absent or null),
+-- or an error naming the field and what it belongs to
+CREATE OR REPLACE MACRO rms_json_number(j, field, fallback, what) AS
+    CASE WHEN json_type(j, field) IS NULL OR json_type(j, field) = 'NULL' THEN fallback
+         WHEN json_type(j, field) IN ('UBIGINT', 'BIGINT', 'DOUBLE')
+         THEN CAST(j->>field AS DOUBLE)
+         ELSE error(what || ': field ' || field || ' must be a number, got '
+                    || CAST(j->field AS VARCHAR)) END;
+COMMENT ON MACRO rms_json_number IS 'rms_json_number(j, field, fallback, what): the field as DOUBLE, fallback when absent; an error naming it when it is not a number';
+
+-- rms_json_object_keys: the keys of a JSON object, or an error naming `what` when the value
+-- is not an object
+CREATE OR REPLACE MACRO rms_json_object_keys(j, what, example) AS
+    CASE WHEN json_type(j) = 'OBJECT' THEN json_keys(j)
+         ELSE error(what || ' must be a STRUCT or JSON object such as ' || example || ', got '
+                    || CAST(j AS VARCHAR)) END;
+COMMENT ON MACRO rms_json_object_keys IS 'rms_json_object_keys(j, what, example): json_keys(j); an error naming what when j is not an object';
+
 -- rms_ranking_weights: validated composite weights; without a query embedding the vector
 -- weight is shared out over the other signals in proportion, so scores still reach 1
 CREATE OR REPLACE MACRO rms_ranking_weights(weights, has_vector) AS (
-    -- Read through JSON, not a STRUCT cast: a cast drops a misspelt field without a word
-    -- (or fails in the binder, naming no field), and this names it.
+    -- Read as JSON (a STRUCT, MAP or JSON text alike), not through a STRUCT cast: a cast
+    -- drops a misspelt field without a word (or fails in the binder, naming no field).
     WITH given AS (
-        SELECT CASE WHEN weights IS NULL THEN NULL ELSE CAST(to_json(weights) AS JSON) END AS j
+        SELECT CASE WHEN weights IS NULL THEN NULL ELSE CAST(weights AS JSON) END AS j
     ),
     parts AS (
-        SELECT CASE WHEN j IS NULL THEN 0.45 ELSE coalesce(CAST(j->>'lexical' AS DOUBLE), 0) END
-                   AS lexical,
-               CASE WHEN j IS NULL THEN 0.25 ELSE coalesce(CAST(j->>'ngram' AS DOUBLE), 0) END
-                   AS ngram,
-               CASE WHEN j IS NULL THEN 0.2 ELSE coalesce(CAST(j->>'vector' AS DOUBLE), 0) END
-                   AS vector,
-               CASE WHEN j IS NULL THEN 0.1 ELSE coalesce(CAST(j->>'salience' AS DOUBLE), 0) END
-                   AS salience,
-               CASE WHEN j IS NULL OR json_type(j) <> 'OBJECT' THEN []
-                    ELSE list_filter(json_keys(j), lambda x: x NOT IN (
-                        'lexical', 'ngram', 'vector', 'salience')) END AS unknown
+        SELECT CASE WHEN j IS NULL THEN 0.45
+                    ELSE rms_json_number(j, 'lexical', 0, 'ranking weights') END AS lexical,
+               CASE WHEN j IS NULL THEN 0.25
+                    ELSE rms_json_number(j, 'ngram', 0, 'ranking weights') END AS ngram,
+               CASE WHEN j IS NULL THEN 0.2
+                    ELSE rms_json_number(j, 'vector', 0, 'ranking weights') END AS vector,
+               CASE WHEN j IS NULL THEN 0.1
+                    ELSE rms_json_number(j, 'salience', 0, 'ranking weights') END AS salience,
+               CASE WHEN j IS NULL THEN []
+                    ELSE list_filter(rms_json_object_keys(j, 'ranking weights',
+                                                          '{''lexical'': 0.6, ''ngram'': 0.4}'),
+                                     lambda x: x NOT IN ('lexical', 'ngram', 'vector',
+                                                         'salience')) END AS unknown
         FROM given
     ),
     checked AS (
@@ -255,12 +275,15 @@ COMMENT ON MACRO TABLE rms_vector_similarity IS 'rms_vector_similarity(query_emb
 
 -- rms_ranking_args: true, or an error naming k or ngram_min when it is out of range
 CREATE OR REPLACE MACRO rms_ranking_args(k, ngram_min) AS
-    CASE WHEN k IS NULL OR NOT isfinite(CAST(k AS DOUBLE)) OR CAST(k AS DOUBLE) < 0
-              OR CAST(k AS DOUBLE) <> floor(CAST(k AS DOUBLE))
+    CASE WHEN TRY_CAST(k AS DOUBLE) IS NULL OR NOT isfinite(TRY_CAST(k AS DOUBLE))
+              OR TRY_CAST(k AS DOUBLE) < 0
+              OR TRY_CAST(k AS DOUBLE) <> floor(TRY_CAST(k AS DOUBLE))
+              OR TRY_CAST(k AS DOUBLE) > 4611686018427387904
          THEN error('rms_candidates: k must be a whole number >= 0, got '
                     || coalesce(CAST(k AS VARCHAR), 'NULL') || '; pass for example k := 50')
-         WHEN ngram_min IS NULL OR NOT isfinite(CAST(ngram_min AS DOUBLE))
-              OR CAST(ngram_min AS DOUBLE) < 0 OR CAST(ngram_min AS DOUBLE) > 1
+         WHEN TRY_CAST(ngram_min AS DOUBLE) IS NULL
+              OR NOT isfinite(TRY_CAST(ngram_min AS DOUBLE))
+              OR TRY_CAST(ngram_min AS DOUBLE) < 0 OR TRY_CAST(ngram_min AS DOUBLE) > 1
          THEN error('rms_candidates: ngram_min must be a number in [0, 1], got '
                     || coalesce(CAST(ngram_min AS VARCHAR), 'NULL')
                     || '; pass for example ngram_min := 0.2 (0 lets any shared trigram count, '
@@ -323,26 +346,25 @@ COMMENT ON MACRO TABLE rms_specificity IS 'rms_specificity(namespace := NULL, ra
 -- rms_ranking_cues: validated settings of the cues added to the composite score, defaults
 -- filled in (see docs: speaker, time, specificity boosts; session neighbours; feedback)
 CREATE OR REPLACE MACRO rms_ranking_cues(cues) AS (
-    -- Read through JSON as rms_ranking_weights is, so a misspelt cue is an error.
+    -- Read as JSON as rms_ranking_weights is, so a misspelt cue is an error.
     WITH given AS (
-        SELECT CASE WHEN cues IS NULL THEN CAST('{}' AS JSON)
-                    ELSE CAST(to_json(cues) AS JSON) END AS j
+        SELECT CASE WHEN cues IS NULL THEN CAST('{}' AS JSON) ELSE CAST(cues AS JSON) END AS j
     ),
     raw AS (
-        SELECT coalesce(CAST(j->>'speaker' AS DOUBLE), 0.3) AS speaker,
-               coalesce(CAST(j->>'time' AS DOUBLE), 0.5) AS "time",
-               coalesce(CAST(j->>'specificity' AS DOUBLE), 0.25) AS specificity,
-               coalesce(CAST(j->>'neighbours' AS DOUBLE), 2) AS neighbours,
-               coalesce(CAST(j->>'neighbour_decay' AS DOUBLE), 0.8) AS neighbour_decay,
-               coalesce(CAST(j->>'neighbour_seeds' AS DOUBLE), 30) AS neighbour_seeds,
-               coalesce(CAST(j->>'feedback_docs' AS DOUBLE), 5) AS feedback_docs,
-               coalesce(CAST(j->>'feedback_terms' AS DOUBLE), 10) AS feedback_terms,
-               coalesce(CAST(j->>'feedback_weight' AS DOUBLE), 0.5) AS feedback_weight,
-               CASE WHEN json_type(j) <> 'OBJECT' THEN []
-                    ELSE list_filter(json_keys(j), lambda x: x NOT IN (
-                        'speaker', 'time', 'specificity', 'neighbours', 'neighbour_decay',
-                        'neighbour_seeds', 'feedback_docs', 'feedback_terms',
-                        'feedback_weight')) END AS unknown
+        SELECT rms_json_number(j, 'speaker', 0.3, 'ranking cues') AS speaker,
+               rms_json_number(j, 'time', 0.5, 'ranking cues') AS "time",
+               rms_json_number(j, 'specificity', 0.25, 'ranking cues') AS specificity,
+               rms_json_number(j, 'neighbours', 2, 'ranking cues') AS neighbours,
+               rms_json_number(j, 'neighbour_decay', 0.8, 'ranking cues') AS neighbour_decay,
+               rms_json_number(j, 'neighbour_seeds', 30, 'ranking cues') AS neighbour_seeds,
+               rms_json_number(j, 'feedback_docs', 5, 'ranking cues') AS feedback_docs,
+               rms_json_number(j, 'feedback_terms', 10, 'ranking cues') AS feedback_terms,
+               rms_json_number(j, 'feedback_weight', 0.5, 'ranking cues') AS feedback_weight,
+               list_filter(rms_json_object_keys(j, 'ranking cues', '{''speaker'': 0}'),
+                           lambda x: x NOT IN (
+                               'speaker', 'time', 'specificity', 'neighbours', 'neighbour_decay',
+                               'neighbour_seeds', 'feedback_docs', 'feedback_terms',
+                               'feedback_weight')) AS unknown
         FROM given
     ),
     checked AS (
@@ -386,6 +408,35 @@ CREATE OR REPLACE MACRO rms_ranking_cues(cues) AS (
     FROM checked
 );
 COMMENT ON MACRO rms_ranking_cues IS 'rms_ranking_cues(cues): checked cue settings (speaker, time, specificity, neighbours, neighbour_decay, neighbour_seeds, feedback_docs, feedback_terms, feedback_weight)';
+
+-- rms_lexical_index_status: whether the lexical index is current (else run refresh_index)
+CREATE OR REPLACE MACRO rms_lexical_index_status() AS TABLE
+    SELECT count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
+                            AND d.content_md5 = md5(n.content)) AS indexed,
+           count(*) FILTER (WHERE d.node_id IS NULL) AS missing,
+           count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
+                            AND d.content_md5 <> md5(n.content)) AS stale,
+           count(*) FILTER (WHERE n.id IS NULL) AS orphaned
+    FROM rms_nodes AS n FULL OUTER JOIN rms_lexical_docs AS d ON d.node_id = n.id;
+COMMENT ON MACRO TABLE rms_lexical_index_status IS 'rms_lexical_index_status(): nodes indexed, missing, stale (edited) and orphaned (deleted) in the lexical index';
+
+-- rms_index_guard: one row (ok = true), or an error when nodes are missing from the lexical
+-- index or changed since it was built: ranking on it would silently miss them
+CREATE OR REPLACE MACRO rms_index_guard(stale_ok := false, k := 50, ngram_min := 0.2,
+                                         query_embedding := NULL) AS TABLE
+    -- The argument checks run here too: this one row is computed even when nothing matches.
+    SELECT CASE WHEN NOT rms_ranking_args(k, ngram_min)
+                     OR (query_embedding IS NOT NULL
+                         AND rms_checked_embedding(query_embedding) IS NULL) THEN false
+                WHEN (missing > 0 OR stale > 0) AND NOT stale_ok
+                THEN error('rms_candidates: the lexical index is out of date (' || missing
+                           || ' of ' || (indexed + missing + stale) || ' nodes not indexed, '
+                           || stale || ' changed since); run rms_duck.refresh_index(con) '
+                           || '(rms_duck.pack() does it for you on a writable connection), '
+                           || 'or pass stale_ok := true to rank on the index as it is')
+                ELSE true END AS ok
+    FROM rms_lexical_index_status();
+COMMENT ON MACRO TABLE rms_index_guard IS 'rms_index_guard(stale_ok := false, k := 50, ngram_min := 0.2, query_embedding := NULL): one row, ok = true; an error when the lexical index is out of date or an argument is out of range';
 
 -- rms_candidate_scores: the merge, one row per node with its paths, signals and score.
 -- The composite (lexical with feedback, ngram, vector, salience) is lifted by the cues:
@@ -532,41 +583,16 @@ CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
     )
     SELECT node_id, score, paths, greatest(path_count, 1) AS path_count, lexical, ngram,
            vector, salience
-    FROM scored
+    -- The guard's one row is computed even when no node matches, so its argument checks
+    -- always run (stale_ok: the index itself is rms_candidates' guard to check).
+    FROM rms_index_guard(true, k, ngram_min, query_embedding) AS g, scored
+    WHERE g.ok
     ORDER BY kept DESC, score DESC, created_at DESC, node_id
-    -- The LIMIT is evaluated once whatever the rows, so the checks run even when no node
-    -- matches (greatest: a negative constant would be the binder's error, not ours).
-    LIMIT CASE WHEN rms_ranking_args(k, ngram_min) THEN greatest(k, 0) END;
+    -- A bad k gets LIMIT 1, not a binder error nor a LIMIT 0 that DuckDB would answer
+    -- without running the guard; the guard then names it.
+    LIMIT CASE WHEN TRY_CAST(k AS DOUBLE) BETWEEN 0 AND 4611686018427387904
+               THEN CAST(TRY_CAST(k AS DOUBLE) AS BIGINT) ELSE 1 END;
 COMMENT ON MACRO TABLE rms_candidate_scores IS 'rms_candidate_scores(query, namespace, k, query_embedding, weights, ngram_min, cues): per node paths, signals and score with the ranking cues';
-
--- rms_lexical_index_status: whether the lexical index is current (else run refresh_index)
-CREATE OR REPLACE MACRO rms_lexical_index_status() AS TABLE
-    SELECT count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
-                            AND d.content_md5 = md5(n.content)) AS indexed,
-           count(*) FILTER (WHERE d.node_id IS NULL) AS missing,
-           count(*) FILTER (WHERE d.node_id IS NOT NULL AND n.id IS NOT NULL
-                            AND d.content_md5 <> md5(n.content)) AS stale,
-           count(*) FILTER (WHERE n.id IS NULL) AS orphaned
-    FROM rms_nodes AS n FULL OUTER JOIN rms_lexical_docs AS d ON d.node_id = n.id;
-COMMENT ON MACRO TABLE rms_lexical_index_status IS 'rms_lexical_index_status(): nodes indexed, missing, stale (edited) and orphaned (deleted) in the lexical index';
-
--- rms_index_guard: one row (ok = true), or an error when nodes are missing from the lexical
--- index or changed since it was built: ranking on it would silently miss them
-CREATE OR REPLACE MACRO rms_index_guard(stale_ok := false, k := 50, ngram_min := 0.2,
-                                         query_embedding := NULL) AS TABLE
-    -- The argument checks run here too: this one row is computed even when nothing matches.
-    SELECT CASE WHEN NOT rms_ranking_args(k, ngram_min)
-                     OR (query_embedding IS NOT NULL
-                         AND rms_checked_embedding(query_embedding) IS NULL) THEN false
-                WHEN (missing > 0 OR stale > 0) AND NOT stale_ok
-                THEN error('rms_candidates: the lexical index is out of date (' || missing
-                           || ' of ' || (indexed + missing + stale) || ' nodes not indexed, '
-                           || stale || ' changed since); run rms_duck.refresh_index(con) '
-                           || '(rms_duck.pack() does it for you on a writable connection), '
-                           || 'or pass stale_ok := true to rank on the index as it is')
-                ELSE true END AS ok
-    FROM rms_lexical_index_status();
-COMMENT ON MACRO TABLE rms_index_guard IS 'rms_index_guard(stale_ok := false, k := 50, ngram_min := 0.2, query_embedding := NULL): one row, ok = true; an error when the lexical index is out of date or an argument is out of range';
 
 -- rms_candidates: ranked candidates with exactly the columns pack_context() reads
 CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50,

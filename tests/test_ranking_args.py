@@ -73,6 +73,44 @@ def test_a_bad_ranking_argument_is_an_error_naming_it(ranked, args, expected):
     assert expected in _error(ranked, args)
 
 
+@pytest.mark.parametrize("args, expected", [
+    ("k := 9223372036854775807", "k must be a whole number >= 0, got 9223372036854775807"),
+    ("k := 'abc'", "k must be a whole number >= 0, got abc"),
+    ("weights := {'lexical': true}", "ranking weights: field lexical must be a number, got true"),
+    ("weights := [1, 2]", "ranking weights must be a STRUCT or JSON object"),
+    ("cues := 5", "ranking cues must be a STRUCT or JSON object such as {'speaker': 0}, got 5"),
+    ("cues := {'time': 'late'}", "ranking cues: field time must be a number, got \"late\""),
+])
+def test_arguments_of_the_wrong_kind_are_named_too(ranked, args, expected):
+    """Review of this change: these gave a binder or conversion error naming no argument,
+    or (cues := 5) were accepted as the defaults."""
+    assert expected in _error(ranked, args)
+
+
+def test_weights_and_cues_may_be_json_text_or_a_map(ranked):
+    """Review of this change: JSON text was read as a JSON string, so weights summed to 0
+    and a cue given as text was silently the default."""
+    def ids(args: str) -> list:
+        return [r[0] for r in ranked.execute(
+            f"SELECT id FROM rms_candidates('budget', {args})").fetchall()]
+
+    assert ids("weights := '{\"lexical\": 1}'") == ids("weights := {'lexical': 1.0}")
+    assert ids("weights := MAP {'lexical': 1.0}") == ids("weights := {'lexical': 1.0}")
+    with pytest.raises(duckdb.Error, match="ranking cues out of range"):
+        ranked.execute("SELECT * FROM rms_candidates('budget', cues := '{\"time\": 7}')")
+
+
+@pytest.mark.parametrize("args", ["k := -1", "k := NULL", "k := 2.5", "ngram_min := 3",
+                                  "query_embedding := [0, 0, 0]"])
+def test_rms_candidate_scores_checks_its_arguments_as_well(ranked, args):
+    """Review of this change: rms_candidate_scores (public too) returned no rows for them."""
+    for query in ("budget", "zzzz"):
+        with pytest.raises(duckdb.Error, match="rms_candidates: "):
+            ranked.execute(f"SELECT * FROM rms_candidate_scores('{query}', {args})").fetchall()
+    assert ranked.execute("SELECT count(*) FROM rms_candidate_scores('budget', k := 0)"
+                          ).fetchall() == [(0,)]
+
+
 def test_the_argument_checks_run_when_nothing_matches():
     con = rms_duck.connect()
     assert con.execute("SELECT * FROM rms_candidates('budget')").fetchall() == []

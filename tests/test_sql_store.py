@@ -122,7 +122,7 @@ ONE = "[{'id': 'a', 'score': 0.5, 'content': 'The deploy moved to Friday.'}]"
 @pytest.mark.parametrize("fn", ["pack_context", "rms_store"])
 @pytest.mark.parametrize("budget, expected", [
     ("'400.5'", "got 400.5"), ("400.5", "got 400.5"), ("true", "got true"),
-    ("'abc'", "got abc"), ("'nan'::DOUBLE", "got nan"), ("1e30", "got 1e+30")])
+    ("'abc'", "got abc"), ("'nan'::DOUBLE", "got nan")])
 def test_a_budget_that_is_not_a_whole_number_is_refused_by_name(con, fn, budget, expected):
     """SQL-surface review: '400.5' was rounded to 401, and a DOUBLE budget was a binder error
     naming the internal UDF."""
@@ -137,3 +137,14 @@ def test_a_budget_that_is_not_a_whole_number_is_refused_by_name(con, fn, budget,
 def test_a_whole_budget_of_any_type_packs_as_the_integer(con, budget):
     assert con.execute(f"SELECT pack_context({ONE}, {budget}).context_budget").fetchall() == [
         (400,)]
+
+
+@pytest.mark.parametrize("fn", ["pack_context", "rms_store"])
+@pytest.mark.parametrize("budget", ["1e30", "2147483648", "-2147483649"])
+def test_a_budget_outside_32_bits_is_refused_with_the_range(con, fn, budget):
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(f"SELECT {fn}({ONE}, {budget})").fetchall()
+    assert (f"{fn}: budget must be in -2,147,483,648..2,147,483,647 tokens"
+            in str(info.value))
+    assert con.execute(f"SELECT pack_context({ONE}, -2147483648).flags").fetchall() == [
+        (["BUDGET_ERROR"],)]

@@ -49,7 +49,7 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
                 validated = to_candidates(rows or [])  # type: ignore[arg-type]
                 bundle = pack_candidates(validated, budget=budget, config=config)
             except RmsError as exc:
-                raise in_group(exc, rows) from None
+                raise in_group(exc, rows) from exc.__cause__
             packed.append((bundle, validated, namespace, session))
         out = []
         for bundle, validated, namespace, session in packed:

@@ -47,7 +47,7 @@ def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Ar
             return pa.array([len(encode(t)) for t in values], type=pa.int64())
         return pa.array([None if t is None else len(encode(t)) for t in values],
                         type=pa.int64())
-    out = []
+    out: list[int | None] = []
     for text, name in zip(texts.to_pylist(), encodings.to_pylist(), strict=False):
         if text is None:
             out.append(None)  # a NULL text counts as NULL, whatever the encoding

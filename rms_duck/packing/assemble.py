@@ -93,9 +93,8 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     # The sum of the lines output (a format may render its metadata differently on a second
     # call) is the count when the pattern proves it (LineCounter.sums_exactly); otherwise the
     # whole output is counted, and the count wins.
-    if counter.sums_exactly(lines):
-        actual = sum(map(counter.line_cost, lines))
-    else:
+    actual = sum(map(counter.line_cost, lines))  # first: a loaded cost it used is then known
+    if not counter.sums_exactly(lines):
         actual = counter.count(context)
     if actual != total:
         # The per-line sum and the whole count disagree (a wrong loaded cost, or a tokenizer

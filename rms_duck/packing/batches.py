@@ -148,7 +148,7 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
             try:
                 jobs.append([rows or [], budget, _config(parsed, raw)])
             except RmsError as exc:
-                raise in_group(exc, rows) from None
+                raise in_group(exc, rows) from exc.__cause__
         ready = _prepare(jobs, counters, line_costs, processes)
         out = []
         for i, (rows, budget, config) in enumerate(jobs):
@@ -157,7 +157,7 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
             try:
                 bundle = pack_candidates(rows, budget=budget, config=config, counter=counter)
             except RmsError as exc:
-                raise in_group(exc, rows) from None
+                raise in_group(exc, rows) from exc.__cause__
             row = bundle_row(bundle)
             if inputs:
                 row["inputs"] = inputs_json(rows)  # validated by _prepare, or pack raised
@@ -175,6 +175,8 @@ def in_group(exc: RmsError, rows: Sequence[Any] | None) -> RmsError:
         where = "a NULL candidate list"
     elif not rows:
         where = "an empty candidate list"
+    elif rows[0] is None:
+        where = f"a candidate list of {len(rows)} whose first candidate is NULL"
     else:
         first = rows[0]
         first_id = first.id if isinstance(first, Candidate) else (
@@ -182,9 +184,7 @@ def in_group(exc: RmsError, rows: Sequence[Any] | None) -> RmsError:
         where = (f"the candidate list whose first candidate has id {str(first_id)!r}"
                  if first_id is not None else
                  f"a candidate list of {len(rows)} whose first candidate has no id")
-    error = type(exc)(f"{exc} (in {where})")
-    error.__cause__ = exc.__cause__
-    return error
+    return type(exc)(f"{exc} (in {where})")
 
 
 def candidate_rows(candidates: pa.ChunkedArray) -> list[list[Row] | None]:
