@@ -78,7 +78,7 @@ def test_a_lone_surrogate_is_escaped_in_the_context_and_named_when_stored(con, c
 
 
 def test_a_budget_beyond_32_bits_in_sql_says_the_range(con):
-    with pytest.raises(Exception, match=r"ConfigError: budget must be in -2,147,483,648\.\."):
+    with pytest.raises(Exception, match=r"pack_context: budget must be in -2,147,483,648\.\."):
         con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "
                     "2147483648)").fetchall()
 
