@@ -65,6 +65,9 @@ def _rows(result) -> list[dict]:
     return json.loads(json.dumps(pa.Table.from_pandas(result, preserve_index=False).to_pylist()))
 
 
+# Slow: 300 groups; test_the_result_does_not_depend_on_partitions checks the same bytes on
+# 60 groups in the default run.
+@pytest.mark.slow
 def test_pack_groups_on_two_workers_gives_the_group_by_bytes(con, client):
     frame, expected = _bench(con, 300)
     result = pack_groups(dd.from_pandas(frame, npartitions=8), by="q", budget=512).compute()
@@ -114,6 +117,9 @@ def _names(by) -> list[str]:
     return [by] if isinstance(by, str) else list(by)
 
 
+# Slow: a Dask cluster packs and exports twice (about 25 s); test_pack_groups_* cover the
+# cluster in the default run.
+@pytest.mark.slow
 def test_workers_read_the_exported_line_costs(con, client, tmp_path):
     table = _nodes_store(con, 320)
     path = tmp_path / "costs.parquet"

@@ -122,6 +122,8 @@ def test_example_file_matches_its_generator():
     assert module.render() == EXAMPLE.read_text(encoding="utf-8")
 
 
+# Slow: it ranks and packs a whole evaluation set under five reader variants (about 18 s).
+@pytest.mark.slow
 def test_the_framing_experiment_runs_and_restores_the_reader():
     """tests/framing_experiment.py (quoted in docs/evaluation.md) on the small dated set:
     removing framing keeps at least as much evidence, the shipped year and day lines keep at

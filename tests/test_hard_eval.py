@@ -84,6 +84,8 @@ def test_generator_is_deterministic_and_matches_the_shipped_file():
     assert module.render() == HARD.read_text(encoding="utf-8")
 
 
+# Slow: the CLI ranks and packs the hard set at each budget (about 13 s).
+@pytest.mark.slow
 def test_cli_reports_each_kind_at_each_budget(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["eval", str(HARD), "--limit", "12", "--orderings", "balanced",

@@ -42,6 +42,8 @@ def test_pack_batches_block_runs():
     exec(compile(block("pack_batches"), "scale-out.md", "exec"), {})
 
 
+# Slow: it starts a Dask cluster for the page's three blocks (about 10 s).
+@pytest.mark.slow
 def test_dask_line_cost_and_store_blocks_run_in_order(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
     import pyarrow.parquet as pq
