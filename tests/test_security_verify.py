@@ -303,3 +303,17 @@ def test_a_table_rebuilt_without_its_key_is_reported(tmp_path, capsys, table_nam
     assert f"it lacks '{key}'" in problems[0].detail
     assert main(["audit", "--db", path]) == 1
     assert key in capsys.readouterr().out
+
+
+def test_a_view_planted_before_the_schema_existed_is_still_restored(tmp_path):
+    """connect() skips comparing stored objects with the shipped ones only for a database
+    that held no rms_* table or view: one planted view is enough to compare and restore."""
+    path = str(tmp_path / "planted.duckdb")
+    plain = duckdb.connect(path)
+    plain.execute(EMPTY_PROBLEMS)
+    plain.close()
+    with pytest.warns(RmsWarning, match="restored the shipped definitions of "
+                                        "rms_receipt_problems"):
+        con = rms_duck.connect(path)
+    assert rms_duck.verify_receipts(con) == []
+    con.close()

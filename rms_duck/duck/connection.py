@@ -111,8 +111,11 @@ def create_stored_objects(con: duckdb.DuckDBPyConnection) -> None:
 
 def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Create the stored schema and restore changed shipped views and macros (their names)."""
+    fresh = not _holds_rms_objects(con)
     create_stored_objects(con)
-    restored = restore_objects(con)
+    # A database that held no rms_* object before holds exactly what was just created, so
+    # comparing it with the shipped objects (a fifth of connect()) could only agree.
+    restored = [] if fresh else restore_objects(con)
     if restored:
         warnings.warn(RmsWarning(
             f"restored the shipped definitions of {', '.join(restored)}: the stored ones "
@@ -120,6 +123,17 @@ def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
             "them); run rms_duck.verify_receipts(con) to see whether receipts were edited too"),
             stacklevel=3)
     return restored
+
+
+def _holds_rms_objects(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the current database stores any rms_* table or view. (Macros need no look:
+    without rms_schema_version every shipped macro is re-created anyway, and listing
+    functions costs more than the comparison this check saves.)"""
+    return bool(con.execute(
+        "SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND table_name LIKE 'rms\\_%' ESCAPE '\\' "
+        "UNION ALL SELECT 1 FROM duckdb_views() WHERE database_name = current_database() "
+        "AND NOT internal AND view_name LIKE 'rms\\_%' ESCAPE '\\' LIMIT 1").fetchall())
 
 
 def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
