@@ -74,22 +74,20 @@ CREATE OR REPLACE MACRO rms_ranking_weights(weights, has_vector) AS (
     -- Read as JSON (a STRUCT, MAP or JSON text alike), not through a STRUCT cast: a cast
     -- drops a misspelt field without a word (or fails in the binder, naming no field).
     WITH given AS (
-        SELECT CASE WHEN weights IS NULL THEN NULL ELSE CAST(weights AS JSON) END AS j
+        SELECT CASE WHEN weights IS NULL
+                    THEN CAST('{"lexical": 0.45, "ngram": 0.25, "vector": 0.2, "salience": 0.1}'
+                              AS JSON)
+                    ELSE CAST(weights AS JSON) END AS j
     ),
     parts AS (
-        SELECT CASE WHEN j IS NULL THEN 0.45
-                    ELSE rms_json_number(j, 'lexical', 0, 'ranking weights') END AS lexical,
-               CASE WHEN j IS NULL THEN 0.25
-                    ELSE rms_json_number(j, 'ngram', 0, 'ranking weights') END AS ngram,
-               CASE WHEN j IS NULL THEN 0.2
-                    ELSE rms_json_number(j, 'vector', 0, 'ranking weights') END AS vector,
-               CASE WHEN j IS NULL THEN 0.1
-                    ELSE rms_json_number(j, 'salience', 0, 'ranking weights') END AS salience,
-               CASE WHEN j IS NULL THEN []
-                    ELSE list_filter(rms_json_object_keys(j, 'ranking weights',
-                                                          '{''lexical'': 0.6, ''ngram'': 0.4}'),
-                                     lambda x: x NOT IN ('lexical', 'ngram', 'vector',
-                                                         'salience')) END AS unknown
+        SELECT rms_json_number(j, 'lexical', 0, 'ranking weights') AS lexical,
+               rms_json_number(j, 'ngram', 0, 'ranking weights') AS ngram,
+               rms_json_number(j, 'vector', 0, 'ranking weights') AS vector,
+               rms_json_number(j, 'salience', 0, 'ranking weights') AS salience,
+               list_filter(rms_json_object_keys(j, 'ranking weights',
+                                                '{''lexical'': 0.6, ''ngram'': 0.4}'),
+                           lambda x: x NOT IN ('lexical', 'ngram', 'vector', 'salience'))
+                   AS unknown
         FROM given
     ),
     checked AS (

@@ -143,11 +143,16 @@ class SlashFormat(BaseFormat):
         return "/ " + json_text(view.text)
 
 
+def _registered(fmt: BaseFormat):
+    """Register `fmt` for one test, then take it out of the registry again."""
+    register_format(fmt)
+    yield
+    FORMATS.pop(fmt.name)
+
+
 @pytest.fixture
 def slash_format():
-    register_format(SlashFormat())
-    yield
-    FORMATS.pop(SlashFormat.name)
+    yield from _registered(SlashFormat())
 
 
 def test_a_format_whose_lines_start_with_a_slash_is_counted_whole(slash_format):
@@ -192,9 +197,7 @@ class TracedFormat(BaseFormat):
 
 @pytest.fixture
 def traced_format():
-    register_format(TracedFormat())
-    yield
-    FORMATS.pop(TracedFormat.name)
+    yield from _registered(TracedFormat())
 
 
 def test_a_metadata_line_that_changes_between_calls_is_still_counted_exactly(traced_format):
