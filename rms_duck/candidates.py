@@ -204,6 +204,8 @@ class _Where:
 
 
 def _show(value: object) -> str:
+    if value is None:
+        return "None (SQL NULL)"  # the same message reaches Python and SQL callers
     try:
         text = repr(value)
     except ValueError:  # an int past Python's 4,300-digit printing limit

@@ -23,7 +23,15 @@ class EncodingUnavailableError(RmsError, LookupError):
 
 
 class QueryRejectedError(RmsError, ValueError):
-    """A ranking query is not one read-only SELECT."""
+    """A ranking query is not one read-only SELECT.
+
+    `unknown_name` is set when the query reads a name that is no table, view or CTE of the
+    database, so a caller with no DataFrames to register (an MCP agent) can give its own fix.
+    """
+
+    def __init__(self, message: str, *, unknown_name: str | None = None) -> None:
+        super().__init__(message)
+        self.unknown_name = unknown_name
 
 
 class ReceiptError(RmsError):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import __version__
-from .errors import ConfigError, RmsError
+from .errors import ConfigError, QueryRejectedError, RmsError
 
 INSTRUCTIONS = (
     "Budgeted agent memory. rank_and_pack(question, budget) returns the context to put in "
@@ -83,9 +83,19 @@ def build_server(db: str, *, read_only: bool = False) -> Any:
                    session_id: str | None = None) -> dict[str, Any]:
         """Pack the rows of one read-only ranking SELECT (guarded: no writes, files or
         settings) into `budget` tokens. Rows need id, score and content columns."""
-        bundle = pack(con, sql, budget=budget, params=params, config=config,
-                      store=store and not read_only, dialect=dialect, namespace=namespace,
-                      session_id=session_id)
+        try:
+            bundle = pack(con, sql, budget=budget, params=params, config=config,
+                          store=store and not read_only, dialect=dialect,
+                          namespace=namespace, session_id=session_id)
+        except QueryRejectedError as exc:
+            if exc.unknown_name is None:
+                raise
+            # The guard's own advice (register a DataFrame) is for Python callers.
+            raise QueryRejectedError(
+                f"ranking query rejected: {exc.unknown_name!r} is not a table, view or CTE "
+                "of this memory database; read the memory nodes from rms_nodes, rank them "
+                "with rms_candidates(question) (for example SELECT * FROM "
+                "rms_candidates('when is the release?')), or call rank_and_pack") from None
         return bundle_dict(bundle)
 
     @server.tool()

@@ -20,12 +20,31 @@ CREATE OR REPLACE TEMP MACRO rms_budget_arg(budget, fn) AS
          ELSE CAST(TRY_CAST(budget AS DOUBLE) AS BIGINT) END;
 COMMENT ON MACRO rms_budget_arg IS 'rms_budget_arg(budget, fn): the budget as BIGINT; an error naming fn when it is not a whole number';
 
+-- rms_candidates_arg: the candidates as rms_candidate[] (a LIST or ARRAY of STRUCTs), or an
+-- error naming fn and the type given: DuckDB's own cast error prints the whole canonical
+-- type and not what to pass
+CREATE OR REPLACE TEMP MACRO rms_candidates_arg(candidates, fn) AS
+    CASE WHEN typeof(candidates) IN ('"NULL"', 'JSON')
+              OR regexp_full_match(typeof(candidates), 'STRUCT\(.*\)\[[0-9]*\]')
+         THEN CAST(candidates AS rms_candidate[])
+         ELSE error(fn || ': candidates must be a LIST of STRUCTs (one per candidate, with at '
+                    || 'least id, score and content), got a value of type '
+                    || typeof(candidates) || '; '
+                    || CASE WHEN starts_with(typeof(candidates), 'STRUCT(')
+                            THEN 'put one candidate in [ ], or aggregate ranked rows: '
+                            ELSE 'aggregate ranked rows: ' END
+                    || fn || '(list({''id'': id, ''score'': score, ''content'': content}), 4096)')
+         END;
+COMMENT ON MACRO rms_candidates_arg IS 'rms_candidates_arg(candidates, fn): the candidates as rms_candidate[]; an error naming fn when they are not a LIST of STRUCTs';
+
 -- pack_context: pack a LIST of candidate STRUCTs into a token budget; returns the bundle
 CREATE OR REPLACE TEMP MACRO pack_context(candidates, budget) AS
-    rms_pack_udf(CAST(candidates AS rms_candidate[]), rms_budget_arg(budget, 'pack_context'),
+    rms_pack_udf(rms_candidates_arg(candidates, 'pack_context'),
+                 rms_budget_arg(budget, 'pack_context'),
                  NULL),
     (candidates, budget, config) AS
-    rms_pack_udf(CAST(candidates AS rms_candidate[]), rms_budget_arg(budget, 'pack_context'),
+    rms_pack_udf(rms_candidates_arg(candidates, 'pack_context'),
+                 rms_budget_arg(budget, 'pack_context'),
                  CAST(to_json(config) AS VARCHAR));
 COMMENT ON MACRO pack_context IS 'pack_context(candidates, budget [, config]): RFC-0006 bundle STRUCT, counted exactly';
 
@@ -80,7 +99,8 @@ COMMENT ON MACRO TABLE rms_replay IS 'rms_replay(rid := NULL): per receipt (all 
 -- committed in their own transaction (as rms_duck.pack does); returns the receipt_id
 CREATE OR REPLACE TEMP MACRO rms_store(candidates, budget, config := NULL, namespace := NULL,
                                        session_id := NULL) AS
-    rms_store_udf(CAST(candidates AS rms_candidate[]), rms_budget_arg(budget, 'rms_store'),
+    rms_store_udf(rms_candidates_arg(candidates, 'rms_store'),
+                  rms_budget_arg(budget, 'rms_store'),
                   CAST(to_json(config) AS VARCHAR), CAST(namespace AS VARCHAR),
                   CAST(session_id AS VARCHAR));
 COMMENT ON MACRO rms_store IS 'rms_store(candidates, budget, config := NULL, namespace := NULL, session_id := NULL): pack, store the bundle with a chained receipt, return its receipt_id';

@@ -171,8 +171,9 @@ def test_python_pack_api_gives_the_same_errors(shared_con, rows, sql_rows, confi
 
 @pytest.mark.parametrize("budget", [None, 1.5, "500", True])
 def test_budget_must_be_a_whole_number(budget):
+    shown = r"None \(SQL NULL\)" if budget is None else repr(budget).replace(".", r"\.")
     with pytest.raises(ConfigError, match=r"budget must be a whole number of tokens, got "
-                       + repr(budget).replace(".", r"\.") + "; pass for example 4096"):
+                       + shown + "; pass for example 4096"):
         rms_duck.pack_candidates([GOOD], budget=budget)
 
 
@@ -185,8 +186,48 @@ def test_config_bytes_that_are_not_utf8():
 
 def test_null_budget_in_sql(shared_con):
     with pytest.raises(duckdb.InvalidInputException,
-                       match="ConfigError: budget must be a whole number of tokens, got None"):
+                       match=r"ConfigError: budget must be a whole number of tokens, got None "
+                             r"\(SQL NULL\)"):
         shared_con.sql(f"SELECT pack_context([{GOOD_SQL}], NULL)").fetchall()
+
+
+def test_a_null_field_reads_as_sql_null(shared_con):
+    with pytest.raises(duckdb.InvalidInputException,
+                       match=r"field 'content' is required text, got None \(SQL NULL\)"):
+        shared_con.sql("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': NULL}], "
+                       "500)").fetchall()
+
+
+@pytest.mark.parametrize("candidates, given, advice", [
+    ("['a', 'b']", "VARCHAR[]", "aggregate ranked rows"),
+    ("[1, 2]", "INTEGER[]", "aggregate ranked rows"),
+    ("'[{}]'", "VARCHAR", "aggregate ranked rows"),
+    ("{'id': 'a', 'score': 0.5, 'content': 'x'}", "STRUCT(id VARCHAR",
+     "put one candidate in [ ], or aggregate ranked rows"),
+])
+@pytest.mark.parametrize("fn", ["pack_context", "rms_store"])
+def test_candidates_that_are_not_a_list_of_structs_are_refused_by_name(shared_con, fn,
+                                                                        candidates, given,
+                                                                        advice):
+    """Was DuckDB's cast error, which printed the whole 26-field candidate type."""
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        shared_con.sql(f"SELECT {fn}({candidates}, 500)").fetchall()
+    message = str(raised.value)
+    assert (f"{fn}: candidates must be a LIST of STRUCTs (one per candidate, with at least id, "
+            f"score and content), got a value of type {given}") in message
+    assert f"{advice}: {fn}(list({{'id': id, 'score': score, 'content': content}}), 4096)" \
+        in message
+    assert "token_cost_estimate" not in message
+    assert count_stored(shared_con) == (0, 0)
+
+
+@pytest.mark.parametrize("candidates", [
+    "[{'id': 'a', 'score': 0.5, 'content': 'x'}]",
+    "array_value({'id': 'a', 'score': 0.5, 'content': 'x'})",
+])
+def test_lists_and_arrays_of_structs_still_pack(shared_con, candidates):
+    used = shared_con.sql(f"SELECT pack_context({candidates}, 500).tokens_used").fetchall()
+    assert used[0][0] > 0
 
 
 def test_unknown_encoding_in_rms_token_count(shared_con):

@@ -79,6 +79,8 @@ async def _errors(db: str) -> dict:
         out["params"] = await call("pack_query", {
             "sql": "SELECT id, score, content FROM (VALUES ('a', 0.5, 'x')) "
                    "AS t(id, score, content) WHERE 1 = ?", "budget": 300})
+        out["unknown"] = await call("pack_query", {"sql": "SELECT * FROM memories",
+                                                   "budget": 300})
     return out
 
 
@@ -89,3 +91,7 @@ def test_tool_errors_tell_the_agent_what_to_fix(tmp_path):
     # DuckDB's own message, not the SDK's bare "Error executing tool".
     assert out["params"].is_error and "DuckDB InvalidInputException" in str(out["params"])
     assert "Values were not provided" in str(out["params"])
+    # An agent has no DataFrame to register: it is told where the memory is instead.
+    unknown = str(out["unknown"])
+    assert out["unknown"].is_error and "'memories' is not a table, view or CTE" in unknown
+    assert "rms_candidates(question)" in unknown and "con.register" not in unknown

@@ -70,6 +70,8 @@ def test_cli_exports_heads_and_checks_them(tmp_path, capsys):
     assert "saved 1 chain head(s)" in capsys.readouterr().out
     assert rms_duck.read_heads(heads_file)["chains"][0]["seq"] == 3
     assert main(["audit", "--db", path, "--heads", str(heads_file)]) == 0
+    assert (f"heads       OK: every chain still reaches the 1 head(s) saved in {heads_file}"
+            in capsys.readouterr().out)
     con = duckdb.connect(path)
     con.execute("DELETE FROM rms_bundles WHERE bundle_id IN "
                 "(SELECT bundle_id FROM rms_receipts WHERE seq = 3)")
@@ -78,7 +80,9 @@ def test_cli_exports_heads_and_checks_them(tmp_path, capsys):
     assert main(["audit", "--db", path]) == 0
     capsys.readouterr()
     assert main(["audit", "--db", path, "--heads", str(heads_file)]) == 1
-    assert "HEAD_MISSING at chain 'ns' seq 3" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "HEAD_MISSING at chain 'ns' seq 3" in out
+    assert f"heads       FAILED: 1 of 1 saved head(s) in {heads_file} not reached" in out
 
 
 def test_cli_does_not_export_heads_of_a_database_that_fails(tmp_path, capsys):

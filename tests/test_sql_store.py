@@ -103,7 +103,7 @@ def test_one_bad_group_in_a_group_by_stores_nothing_and_is_named(con, bad):
 @pytest.mark.parametrize("expression, expected", [
     ("pack_context(list({'id': id, 'score': score, 'content': content}), "
      "CASE WHEN g = 43 THEN NULL ELSE 300 END)",
-     "budget must be a whole number of tokens, got None"),
+     "budget must be a whole number of tokens, got None (SQL NULL)"),
     ("pack_context(list({'id': CASE WHEN id = 'id437' THEN NULL ELSE id END, "
      "'score': score, 'content': content}), 300)",
      "candidate #7: field 'id' is required"),

@@ -63,6 +63,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, default=str))
     else:
         print(format_summary(summary, database=str(path)))
+        if heads is not None:
+            missed = sum(p.problem.startswith("HEAD_") for p in summary.problems)
+            print(f"heads       OK: every chain still reaches the {len(heads['chains'])} "
+                  f"head(s) saved in {args.heads}" if not missed else
+                  f"heads       FAILED: {missed} of {len(heads['chains'])} saved head(s) in "
+                  f"{args.heads} not reached (see verify above)")
         if args.export_heads:
             print(f"heads       saved {len(exported['chains'])} chain head(s) to "
                   f"{args.export_heads}" if exported is not None else

@@ -238,7 +238,8 @@ def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
             f"ranking query rejected: {dotted!r} in {_show(sql)} is not a table, view or CTE "
             "of this database (DuckDB would read an unknown name as a file or a Python "
             "variable); create or register it first (con.register(name, dataframe)), or "
-            "pass the DataFrame itself: rms_duck.pack(con, dataframe, budget=...)")
+            "pass the DataFrame itself: rms_duck.pack(con, dataframe, budget=...)",
+            unknown_name=dotted)
 
 
 def _check_table_function(func: exp.Func, sql: str) -> None:

@@ -138,7 +138,8 @@ def _check_budget(budget: object) -> int:
         budget = int(budget)
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise ConfigError(
-            f"budget must be a whole number of tokens, got {budget!r}; pass for example 4096"
+            f"budget must be a whole number of tokens, got "
+            f"{'None (SQL NULL)' if budget is None else repr(budget)}; pass for example 4096"
         )
     if not -MAX_BUDGET - 1 <= budget <= MAX_BUDGET:
         raise ConfigError(
