@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from .candidates import _ENUM_VALUES, _NEW, _SLOTS, OutOfRangeTime, _instant, _Where
+from .errors import CandidateError
 from .records import CONDITION_STATES, Candidate
 from .timefmt import as_utc
 
@@ -51,12 +52,33 @@ def intake(structs: Any) -> list[Row]:
     n = len(structs)
     if n == 0:
         return []
+    check_required_columns([field.name for field in structs.type])
     fast = _valid_rows(structs)
     columns = _columns(structs)
     bad_times = _convert_times(columns)
     present = tuple(name for name, _, _ in _SLOTS if name in columns)
     build = _row_builder(present)
     return build(n, [columns[name] for name in present], fast.to_pylist(), bad_times, structs)
+
+
+def check_required_columns(names: list[str]) -> None:
+    """A table or query without an id, score or content column is refused as a whole:
+    otherwise its first row's error (field 'id' is required, got None) hides the cause."""
+    missing = [name for name in _REQUIRED if name not in names]
+    if not missing:
+        return
+    lower = {name.lower(): name for name in names}
+    near = [f"{lower[m]!r} to {m!r}" for m in missing if m in lower]
+    quoted = [repr(m) for m in missing]
+    lacking = (f"column {quoted[0]}" if len(quoted) == 1
+               else f"columns {', '.join(quoted[:-1])} and {quoted[-1]}")
+    given = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
+    raise CandidateError(
+        f"the candidate rows lack the {lacking} (columns given: {given or 'none'}); every "
+        "candidate needs id, score and content: "
+        + (f"rename {', '.join(near)} (names are case-sensitive), or " if near else "")
+        + "select them under those names, for example SELECT node_id AS id, similarity AS "
+        "score, body AS content")
 
 
 @lru_cache(maxsize=64)

@@ -166,3 +166,30 @@ def test_rows_whose_required_fields_are_all_null_are_rejected_not_dropped(mcon, 
                               "score": pa.array([None, None], pa.float64()),
                               "content": pa.array([None, None], pa.string())})
             rms_duck.pack(mcon, table, budget=100, store=False)
+
+
+@pytest.mark.parametrize("kind", ["query", "pyarrow", "pandas", "pack_batches"])
+def test_a_table_without_a_required_column_is_refused_by_column(mcon, kind):
+    """Was the first row's "field 'id' is required, got None", which hid that the query or
+    table has no such column at all (newcomer slip: SELECT node_id, ... without AS id)."""
+    from rms_duck.errors import CandidateError
+
+    rows = [{"node_id": "n1", "Score": 0.5, "content": "x"}]
+    stored = mcon.execute("SELECT count(*) FROM rms_receipts").fetchall()
+    with pytest.raises(CandidateError) as raised:
+        if kind == "query":
+            rms_duck.pack(mcon, "SELECT 'n1' AS node_id, 0.5 AS Score, 'x' AS content",
+                          budget=300, store=False)
+        elif kind == "pack_batches":
+            rms_duck.pack_batches(pa.Table.from_pylist([{**rows[0], "q": 1}]), by="q",
+                                  budget=300)
+        else:
+            table = pa.Table.from_pylist(rows)
+            rms_duck.pack(mcon, table.to_pandas() if kind == "pandas" else table,
+                          budget=300)
+    message = str(raised.value)
+    assert message.startswith("the candidate rows lack the columns 'id' and 'score' (columns "
+                              "given: 'node_id', 'Score', 'content"), message
+    assert "rename 'Score' to 'score' (names are case-sensitive)" in message
+    assert "SELECT node_id AS id" in message
+    assert mcon.execute("SELECT count(*) FROM rms_receipts").fetchall() == stored

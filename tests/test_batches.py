@@ -205,7 +205,8 @@ def test_bad_tables_and_candidates_are_named():
     with pytest.raises(CandidateError, match="table must be Arrow data .* got int"):
         rms_duck.pack_batches(7, by="q", budget=300)
     no_content = pa.Table.from_pylist([{"q": 1, "id": "a", "score": 0.5}])
-    with pytest.raises(CandidateError, match="no 'content' column, a required candidate"):
+    with pytest.raises(CandidateError, match=r"the candidate rows lack the column 'content' "
+                       r"\(columns given: 'q', 'id', 'score'\)"):
         rms_duck.pack_batches(no_content, by="q", budget=300)
     bad = pa.Table.from_pylist([{"q": 1, **row} for row in rows(3)] + [
         {"q": 2, "id": "x", "score": 3.0, "content": "too high"}])

@@ -93,7 +93,8 @@ def test_a_pandas_index_is_never_a_candidate_field(con):
     plain = frame.reset_index(drop=True)
     assert rms_duck.pack(con, frame, budget=300, store=False).context == \
         rms_duck.pack(con, plain, budget=300, store=False).context
-    with pytest.raises(CandidateError, match="field 'id' is required"):
+    with pytest.raises(CandidateError, match="the candidate rows lack the column 'id' "
+                       r"\(columns given: 'namespace_id', 'score', 'content'\)"):
         rms_duck.pack(con, frame.reset_index().set_index("id"), budget=300, store=False)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..candidates import to_candidates
-from ..columnar import Row, intake, plain_types
+from ..columnar import Row, check_required_columns, intake, plain_types
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
 from ..receipts import inputs_json
@@ -40,7 +40,6 @@ SLICE_BUNDLES = 512
 BATCH_THRESHOLD_CHARS = 400_000
 
 CANDIDATE_FIELDS = Candidate.__slots__
-_REQUIRED = ("id", "score", "content")
 
 LineCostSource = LineCosts | str | os.PathLike[str] | None
 
@@ -314,10 +313,7 @@ def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
         if pa.types.is_nested(data.schema.field(key).type):
             raise ConfigError(f"group key column {key!r} has type "
                               f"{data.schema.field(key).type}; group by scalar columns")
-    for name in _REQUIRED:
-        if name not in names:
-            raise CandidateError(f"the table has no {name!r} column, a required candidate "
-                                 f"field (columns: {', '.join(names)}); add or rename it")
+    check_required_columns(names)
 
 
 def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
