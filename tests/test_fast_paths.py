@@ -148,6 +148,37 @@ def test_stored_input_rows_are_canonical_json_of_each_candidate(rows):
     assert inputs_json(candidates) == expected
 
 
+@PROPERTY_SETTINGS
+@given(st.lists(candidate_rows, max_size=12))
+def test_stored_inputs_read_back_to_the_same_candidates(rows):
+    """Stored inputs leave out fields at their default; reading them back fills the same
+    defaults in, so replay packs equal candidates."""
+    import json
+
+    from rms_duck.receipts import inputs_json
+
+    try:
+        candidates = to_candidates(rows)
+    except CandidateError:
+        assume(False)
+    stored = json.loads(inputs_json(candidates))
+    assert sorted(to_candidates(stored), key=repr) == sorted(candidates, key=repr)
+
+
+def test_stored_inputs_leave_out_fields_at_their_default():
+    import json
+
+    from rms_duck.receipts import inputs_json
+
+    rows = [{"id": "a", "score": 0.5, "content": "x", "salience": 0.5, "type": "note"},
+            {"id": "b", "score": 0.25, "content": "y", "salience": 1, "pinned": True,
+             "paths": ["LEXICAL"], "speaker": "Maya", "confidence": 0.0}]
+    assert sorted(json.loads(inputs_json(to_candidates(rows))), key=lambda r: r["id"]) == [
+        {"content": "x", "id": "a", "score": 0.5},
+        {"confidence": 0.0, "content": "y", "id": "b", "paths": ["LEXICAL"], "pinned": True,
+         "salience": 1.0, "score": 0.25, "speaker": "Maya"}]
+
+
 def test_stored_input_rows_keep_negative_zero_and_enum_spellings():
     from rms_duck.escape import canonical_json
     from rms_duck.receipts import candidate_to_dict, input_row_json
