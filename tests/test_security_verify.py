@@ -246,6 +246,75 @@ def test_a_read_only_connection_warns_about_changed_objects(h1_db):
         con.close()
 
 
+@pytest.mark.parametrize("spelling", ["SHA256", "Sha256"])
+def test_a_macro_shadowing_a_builtin_in_another_case_is_reported(tmp_path, spelling):
+    """Audit review F1: DuckDB resolves SHA256 as sha256, so a macro spelt in upper case
+    replaced every digest check and verify (heads included) passed over edited contexts."""
+    path = str(tmp_path / "shadow.duckdb")
+    con = rms_duck.connect(path)
+    rms_duck.pack(con, table(0), budget=300, namespace="ns")
+    heads = rms_duck.export_heads(con)
+    con.close()
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE TABLE cache AS SELECT context || '!' AS t, sha256(context) AS h "
+                     "FROM rms_bundles")
+    attacker.execute("UPDATE rms_bundles SET context = context || '!'")
+    attacker.execute(f"CREATE MACRO {spelling}(x) AS coalesce((SELECT h FROM cache WHERE t = x), "
+                     "system.main.sha256(x))")
+    attacker.close()
+    con = duckdb.connect(path, read_only=True)
+    problems = rms_duck.verify_receipts(con, heads=heads)
+    con.close()
+    assert [(p.problem, p.object_name) for p in problems] == [
+        ("STORED_OBJECT_SHADOWS", spelling)]
+
+
+def test_objects_in_another_case_are_compared_and_restored(tmp_path):
+    """Audit review F2/F3: RMS_RECEIPT_PROBLEMS replaced the shipped view unseen (no warning,
+    no restore, verify called it dropped), and an RMS_* table macro was never reported."""
+    path = str(tmp_path / "case.duckdb")
+    con = rms_duck.connect(path)
+    rms_duck.pack(con, table(0), budget=300, namespace="ns")
+    con.close()
+    attacker = duckdb.connect(path)
+    attacker.execute("UPDATE rms_bundles SET context = context || '!'")
+    attacker.execute(EMPTY_PROBLEMS.replace("rms_receipt_problems", "RMS_RECEIPT_PROBLEMS"))
+    attacker.execute("CREATE MACRO RMS_notes() AS TABLE SELECT 'x' AS id")
+    attacker.close()
+    audit = duckdb.connect(path, read_only=True)
+    found = {(p.problem, p.object_name) for p in rms_duck.verify_receipts(audit)}
+    audit.close()
+    assert {("STORED_OBJECT_CHANGED", "rms_receipt_problems"),
+            ("STORED_OBJECT_UNKNOWN", "rms_notes")} <= {(c, n) for c, n in found}
+    assert "STORED_OBJECT_MISSING" not in {c for c, _ in found}
+    with pytest.warns(RmsWarning, match="rms_receipt_problems, rms_notes"):
+        rms_duck.connect(path, read_only=True).close()
+    with pytest.warns(RmsWarning, match="restored the shipped definitions of "
+                                        "rms_receipt_problems"):
+        con = rms_duck.connect(path)
+    try:
+        assert con.execute("SELECT problem FROM rms_verify_receipts()").fetchall() == [
+            ("CONTEXT_MISMATCH",)]
+    finally:
+        con.close()
+
+
+def test_a_stored_macro_named_like_a_udf_in_another_case_is_dropped(tmp_path):
+    path = str(tmp_path / "udf.duckdb")
+    rms_duck.connect(path).close()
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE MACRO RMS_PACK_UDF(a, b, c) AS NULL")
+    attacker.close()
+    with pytest.warns(RmsWarning, match="dropped stored macros named like rms_duck's own "
+                                        r"functions \(RMS_PACK_UDF\)"):
+        con = rms_duck.connect(path)
+    try:
+        assert con.execute("SELECT (pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "
+                           "300)).tokens_used").fetchall()[0][0] > 0
+    finally:
+        con.close()
+
+
 def test_a_stored_macro_named_like_a_udf_is_reported_and_dropped(tmp_path):
     from rms_duck.errors import StoredObjectError
 

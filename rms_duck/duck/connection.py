@@ -131,9 +131,9 @@ def _holds_rms_objects(con: duckdb.DuckDBPyConnection) -> bool:
     functions costs more than the comparison this check saves.)"""
     return bool(con.execute(
         "SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND table_name LIKE 'rms\\_%' ESCAPE '\\' "
+        "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\' "
         "UNION ALL SELECT 1 FROM duckdb_views() WHERE database_name = current_database() "
-        "AND NOT internal AND view_name LIKE 'rms\\_%' ESCAPE '\\' LIMIT 1").fetchall())
+        "AND NOT internal AND lower(view_name) LIKE 'rms\\_%' ESCAPE '\\' LIMIT 1").fetchall())
 
 
 def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
@@ -142,7 +142,7 @@ def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
     blocking = con.execute(
         "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
         "WHERE database_name NOT IN ('system', 'temp') AND function_type IN "
-        "('macro', 'table_macro') AND list_contains(?, function_name) ORDER BY 1",
+        "('macro', 'table_macro') AND list_contains(?, lower(function_name)) ORDER BY 1",
         [names]).fetchall()
     if not blocking:
         return
@@ -154,7 +154,8 @@ def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
             "rms_duck.connect(path) to drop them, or audit it with `rms-duck audit --db PATH`, "
             "which does not need them")
     for name, kind in blocking:
-        con.execute(f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}IF EXISTS {name}")
+        quoted = '"' + name.replace('"', '""') + '"'
+        con.execute(f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}IF EXISTS {quoted}")
     warnings.warn(RmsWarning(
         f"dropped stored macros named like rms_duck's own functions ({listed}): someone with "
         "write access created them; run rms_duck.verify_receipts(con) to see whether receipts "

@@ -77,26 +77,29 @@ def restore_statement(name: str) -> str:
 
 
 def _fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
-    """name -> (kind, definition) for the rms_* objects stored in the current database."""
+    """name -> (kind, definition) for the rms_* objects stored in the current database.
+
+    Names are matched without regard to case, as DuckDB resolves them: RMS_RECEIPT_PROBLEMS
+    is the view a query of rms_receipt_problems reads."""
     db = "database_name = current_database() AND schema_name = 'main'"
     out: dict[str, tuple[str, str]] = {}
     for name, sql in con.execute(
             f"SELECT view_name, sql FROM duckdb_views() WHERE {db} AND NOT internal "
-            "AND view_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+            "AND lower(view_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
         out[name.lower()] = ("VIEW", sql)
     macros: dict[str, list[str]] = {}
     for name, kind, definition, params in con.execute(
             f"SELECT function_name, function_type, macro_definition, parameters "
             f"FROM duckdb_functions() WHERE {db} AND NOT internal "
             "AND function_type IN ('macro', 'table_macro') "
-            "AND function_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+            "AND lower(function_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
         macros.setdefault(name.lower(), []).append(f"{kind}({', '.join(params)}): {definition}")
     out.update({name: ("MACRO", "\n".join(sorted(d))) for name, d in macros.items()})
     tables: dict[str, list[str]] = {}
     for name, column, dtype, nullable, default in con.execute(
             f"SELECT table_name, column_name, data_type, is_nullable, column_default "
             f"FROM duckdb_columns() WHERE {db} AND NOT internal "
-            "AND table_name LIKE 'rms\\_%' ESCAPE '\\' ORDER BY table_name, column_index"
+            "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\' ORDER BY table_name, column_index"
     ).fetchall():
         tables.setdefault(name.lower(), []).append(f"{column} {dtype} {nullable} {default}")
     # Keys too: a table rebuilt without its primary key (its column kept NOT NULL) looks the
@@ -106,17 +109,17 @@ def _fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
             f"SELECT table_name, constraint_type, constraint_column_names "
             f"FROM duckdb_constraints() WHERE {db} "
             "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') "
-            "AND table_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+            "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
         keys.setdefault(name.lower(), []).append(f"{kind} ({', '.join(columns)})")
     for name, found in keys.items():
         tables.setdefault(name, []).extend(sorted(found))
     for (name,) in con.execute(
             f"SELECT table_name FROM duckdb_tables() WHERE {db} AND NOT internal "
-            "AND table_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+            "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
         out[name.lower()] = ("TABLE", "\n".join(tables.get(name.lower(), [])))
     for (name,) in con.execute(
             f"SELECT type_name FROM duckdb_types() WHERE {db} AND NOT internal "
-            "AND type_name LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+            "AND lower(type_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
         # The name comes from the audited file: quote it as an identifier, never splice it raw.
         quoted = '"' + name.replace('"', '""') + '"'
         row = con.execute(f"SELECT typeof(CAST(NULL AS {quoted}))").fetchone()
@@ -166,8 +169,9 @@ def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
     for name, kind in con.execute(
             "SELECT DISTINCT f.function_name, f.function_type FROM duckdb_functions() AS f "
             "WHERE f.database_name NOT IN ('system', 'temp') AND NOT f.internal "
-            "AND f.function_type IN ('macro', 'table_macro') AND f.function_name IN ("
-            "  SELECT function_name FROM duckdb_functions() WHERE database_name = 'system') "
+            "AND f.function_type IN ('macro', 'table_macro') AND lower(f.function_name) IN ("
+            "  SELECT lower(function_name) FROM duckdb_functions() "
+            "  WHERE database_name = 'system') "
             "ORDER BY 1").fetchall():
         problems.append(ObjectProblem("STORED_OBJECT_SHADOWS", name, (
             f"the stored {kind.replace('_', ' ')} {name} has the name of a built-in function, "
