@@ -148,7 +148,7 @@ def test_every_bundle_column_is_checked_by_verify(con):
     assert {c for c in columns - digested if f"'{c}'" not in sql} == set()
 
 
-@pytest.mark.parametrize("edit", ["reasons", "encoding"])
+@pytest.mark.parametrize("edit", ["reasons", "encoding", "fields"])
 def test_audit_replay_fails_on_any_replay_difference(tmp_path, capsys, edit):
     path = str(tmp_path / "m4.duckdb")
     con = rms_duck.connect(path)
@@ -161,22 +161,45 @@ def test_audit_replay_fails_on_any_replay_difference(tmp_path, capsys, edit):
         for c in body["candidates"]:
             if c["decision"] == "excluded":
                 c["reason"] = "DUPLICATE"
-    else:
+    elif edit == "encoding":
         body["encoding"]["sha256"] = "0" * 64
+    else:  # audit review F4: re-sealed with false flags, count, metrics and conflicts
+        body.update(flags=["BUDGET_OVERFLOW"], tokens_used=10, conflicts=[["0", "1"]])
+        body["metrics"]["budget_efficiency"] = 0.99
     text = canonical_json(body)
     con.execute("UPDATE rms_receipts SET receipt = ?, receipt_sha256 = ? WHERE receipt_id = ?",
                 [text, sha256_text(text), rid])
     con.execute("UPDATE rms_chain_heads SET receipt_sha256 = ?", [sha256_text(text)])
     result = rms_duck.replay(con, rid)
-    assert result.identical and (not result.same_decisions or result.encoding_changed)
+    assert result.identical and not result.reproduced
+    assert (not result.same_decisions or result.encoding_changed
+            or result.differing_fields == ("conflicts", "flags", "metrics", "tokens_used"))
     assert not summarise(con, with_replay=True).ok
     con.close()
     assert main(["audit", "--db", path, "--replay"]) == 1
-    assert "DIFFERS" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "DIFFERS" in out
+    if edit == "fields":
+        assert "receipt fields differ: conflicts, flags, metrics, tokens_used" in out
+
+
+def test_replay_compares_the_stored_context_too(tmp_path):
+    """Audit review F7: replay compared only the receipt's digest, so with the bundle's
+    context edited it still said identical ("reproduce their bytes")."""
+    path = str(tmp_path / "ctx.duckdb")
+    con = rms_duck.connect(path)
+    rid = rms_duck.pack(con, table(0), budget=300).receipt_id
+    assert rms_duck.replay(con, rid).reproduced
+    con.execute("UPDATE rms_bundles SET context = context || '!'")
+    result = rms_duck.replay(con, rid)
+    assert result.replayed_sha256 == result.recorded_sha256 and not result.identical
+    con.close()
 
 
 @pytest.mark.parametrize("old, new, message", [
     ('"candidates":[', '"candidates":[1,', "field 'candidates' must be a list of decision"),
+    ('"content_sha256":', '"content_sha":', "field 'candidates' must be a list of decision"),
+    ('"encoding":{', '"encoding":"o200k_base","x":{', "field 'encoding' must be an object"),
     ('"budget":300', '"budget":300.4', "'budget' must be a whole number, got 300.4"),
     ('"budget":300', '"budget":true', "'budget' must be a whole number, got True"),
     ('"receipt_version":4', '"receipt_version":"3"', "'receipt_version' must be a whole"),
@@ -192,7 +215,7 @@ def test_replay_of_an_edited_receipt_is_a_receipt_error_in_python_and_sql(
     con.execute("UPDATE rms_receipts SET receipt = replace(receipt, ?, ?)", [old, new])
     with pytest.raises(ReceiptError, match=message):
         rms_duck.replay(con, rid)
-    if "candidates" not in old:  # SQL replay compares bytes; it must not coerce them
+    if old.startswith('"b') or old.startswith('"r'):  # SQL replay must not coerce them
         (identical, error), = con.execute("SELECT identical, error FROM rms_replay()").fetchall()
         assert not identical and message in error
     con.close()

@@ -41,11 +41,23 @@ class ReplayResult:
     bundle: MemoryBundle
     tables_read: tuple[str, ...] = ()
     untracked_tables: tuple[str, ...] = ()
+    # Receipt fields other than the context, decisions and encoding (flags, tokens_used,
+    # metrics, conflicts, ...) whose replayed value differs from the recorded one.
+    differing_fields: tuple[str, ...] = ()
+    stored_sha256: str | None = None  # sha256 of rms_bundles.context as stored now
 
     @property
     def identical(self) -> bool:
-        """True when the re-packed context has exactly the recorded bytes."""
-        return self.replayed_sha256 == self.recorded_sha256
+        """True when the re-packed context has exactly the recorded bytes: those the receipt
+        records a digest of, and those the bundle row stores."""
+        return (self.replayed_sha256 == self.recorded_sha256
+                and self.stored_sha256 in (None, self.replayed_sha256))
+
+    @property
+    def reproduced(self) -> bool:
+        """Same bytes, same decisions, the same tokenizer and the same receipt fields."""
+        return (self.identical and self.same_decisions and not self.encoding_changed
+                and not self.differing_fields)
 
     @property
     def tracking(self) -> str:
@@ -75,28 +87,33 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
     cur = cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
-        body, bundle_id, inputs = _load(cur, rid)
+        body, bundle_id, inputs, stored_sha256 = _load(cur, rid)
         candidates = body.get("candidates") or []
         if not isinstance(candidates, list) or not all(
-                isinstance(c, dict) and isinstance(c.get("id"), str) for c in candidates):
+                isinstance(c, dict) and isinstance(c.get("id"), str)
+                and isinstance(c.get("content_sha256"), str) for c in candidates):
             raise ReceiptError(f"receipt {rid}: field 'candidates' must be a list of decision "
-                               "objects with an 'id'; it was edited after it was written: "
-                               "restore it from a backup")
+                               "objects with an 'id' and a 'content_sha256'; it was edited "
+                               "after it was written: restore it from a backup")
+        encoding = body.get("encoding")
+        if not isinstance(encoding, dict):
+            raise ReceiptError(f"receipt {rid}: field 'encoding' must be an object with the "
+                               f"encoding's name and sha256, got {encoding!r}; it was edited "
+                               "after it was written: restore it from a backup")
         recorded = _current_hashes(cur, [c["id"] for c in candidates])
     finally:
         cur.close()
-    candidates = body.get("candidates") or []
     version = body.get("receipt_version")
     bundle = repack(inputs, budget=body.get("budget"), config=body.get("config"),
                     receipt_version=version)
-    replayed = json.loads(bundle.receipt)["candidates"]
+    again = json.loads(bundle.receipt)
+    replayed = again["candidates"]
     if version == 1:  # version 1 rows had no provenance fields
         replayed = [{k: v for k, v in row.items() if k not in ("source_type", "epistemic")}
                     for row in replayed]
     changed = tuple(sorted(c["id"] for c in candidates
                            if c["id"] in recorded and recorded[c["id"]] != c["content_sha256"]))
     missing = tuple(sorted(c["id"] for c in candidates if c["id"] not in recorded))
-    encoding = body.get("encoding") or {}
     tables = tables_of(body.get("query"))
     return ReplayResult(
         tables_read=tables,
@@ -106,7 +123,15 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         same_decisions=replayed == candidates,
         changed_nodes=changed, missing_nodes=missing,
         encoding_changed=encoding.get("sha256") != encoding_source(bundle.config.encoding).sha256,
-        bundle=bundle)
+        bundle=bundle, stored_sha256=stored_sha256,
+        differing_fields=tuple(sorted(key for key in again if key not in _COMPARED_APART
+                                      and body.get(key, _ABSENT) != again[key])))
+
+
+# Compared on their own (context_sha256, candidates, encoding), or inputs of the replay
+# itself (budget, config: a newer PackingConfig adds fields an older receipt lacks).
+_COMPARED_APART = frozenset({"context_sha256", "candidates", "encoding", "budget", "config"})
+_ABSENT = object()
 
 
 TRACKED_TABLES = frozenset({"rms_nodes"})
@@ -130,11 +155,12 @@ def tables_of(query: Any) -> tuple[str, ...]:
         return ()
 
 
-def _load(cur: duckdb.DuckDBPyConnection, rid: str) -> tuple[dict[str, Any], str, str]:
-    receipt, bundle_id, inputs = cur.execute(
-        "SELECT r.receipt, CAST(r.bundle_id AS VARCHAR), CAST(b.inputs AS VARCHAR) "
-        "FROM rms_receipts AS r LEFT JOIN rms_bundles AS b ON b.bundle_id = r.bundle_id "
-        "WHERE r.receipt_id = ?", [rid]).fetchall()[0]
+def _load(cur: duckdb.DuckDBPyConnection,
+          rid: str) -> tuple[dict[str, Any], str, str, str | None]:
+    receipt, bundle_id, inputs, context = cur.execute(
+        "SELECT r.receipt, CAST(r.bundle_id AS VARCHAR), CAST(b.inputs AS VARCHAR), "
+        "b.context FROM rms_receipts AS r LEFT JOIN rms_bundles AS b "
+        "ON b.bundle_id = r.bundle_id WHERE r.receipt_id = ?", [rid]).fetchall()[0]
     try:
         body = json.loads(receipt)
     except json.JSONDecodeError as exc:
@@ -154,7 +180,7 @@ def _load(cur: duckdb.DuckDBPyConnection, rid: str) -> tuple[dict[str, Any], str
             f"stored inputs of bundle {bundle_id!r} hash to {sha256_text(inputs)!r} but the "
             f"receipt records inputs_sha256 {body.get('inputs_sha256')!r}; the inputs were "
             "edited, so a replay would prove nothing: restore the bundle row from a backup")
-    return body, bundle_id, inputs
+    return body, bundle_id, inputs, None if context is None else sha256_text(context)
 
 
 def _current_hashes(cur: duckdb.DuckDBPyConnection, ids: list[Any]) -> dict[str, str]:

@@ -24,20 +24,24 @@ class Replayed:
     identical: bool
     same_decisions: bool = False
     encoding_changed: bool = False
+    differing_fields: tuple[str, ...] = ()
     changed_nodes: tuple[str, ...] = ()
     error: str | None = None
 
     @property
     def ok(self) -> bool:
-        """Same bytes, same decisions, same tokenizer: the receipt is reproduced exactly."""
+        """Same bytes, same decisions, same tokenizer, same receipt fields: the receipt is
+        reproduced exactly."""
         return (self.identical and self.same_decisions and not self.encoding_changed
-                and self.error is None)
+                and not self.differing_fields and self.error is None)
 
     @property
     def differences(self) -> list[str]:
         out = [] if self.identical else ["context bytes differ"]
         out += [] if self.same_decisions else ["decisions differ"]
         out += ["encoding changed"] if self.encoding_changed else []
+        out += ([f"receipt fields differ: {', '.join(self.differing_fields)}"]
+                if self.differing_fields else [])
         return out + ([self.error] if self.error else [])
 
 
@@ -113,6 +117,7 @@ def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False,
             replays.append(Replayed(receipt_id=rid, identical=result.identical,
                                     same_decisions=result.same_decisions,
                                     encoding_changed=result.encoding_changed,
+                                    differing_fields=result.differing_fields,
                                     changed_nodes=result.changed_nodes))
     return AuditSummary(bundles=bundles, sessions=sessions, tokens_used=int(used),
                         budget=int(budget), chains=chains, flags=flags, exclusions=exclusions,
@@ -146,7 +151,7 @@ def format_summary(summary: AuditSummary, *, database: str) -> str:
         changed = sum(1 for r in s.replays if r.changed_nodes)
         verdict = "OK" if not bad else f"FAILED ({len(bad)} differ)"
         lines.append(f"replay      {verdict}: {len(s.replays) - len(bad)} of {len(s.replays)} "
-                     "receipt(s) reproduce their bytes, decisions and encoding; "
+                     "receipt(s) reproduce their bytes, decisions, encoding and fields; "
                      f"{changed} with nodes changed since")
         lines += [f"  DIFFERS {r.receipt_id}: {'; '.join(r.differences)}" for r in bad]
     if s.line_costs is not None:
