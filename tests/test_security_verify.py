@@ -409,3 +409,27 @@ def test_a_view_planted_before_the_schema_existed_is_still_restored(tmp_path):
         con = rms_duck.connect(path)
     assert rms_duck.verify_receipts(con) == []
     con.close()
+
+
+@pytest.mark.parametrize("connector", ["rms_duck", "duckdb"])
+def test_audits_follow_the_connections_use_of_an_attached_file(tmp_path, connector):
+    """Audit review F5: after ATTACH ... ; USE, verify ran on a fresh cursor, which reads the
+    default database: an empty one, so verify returned [] over an edited context."""
+    path = str(tmp_path / "attached.duckdb")
+    con = rms_duck.connect(path)
+    rid = rms_duck.pack(con, table(0), budget=300, namespace="ns").receipt_id
+    heads = rms_duck.export_heads(con)
+    con.close()
+    editor = duckdb.connect(path)
+    editor.execute("UPDATE rms_bundles SET context = context || '!'")
+    editor.close()
+    auditor = rms_duck.connect() if connector == "rms_duck" else duckdb.connect()
+    auditor.execute(f"ATTACH '{path}' AS audited (READ_ONLY)")
+    auditor.execute("USE audited")
+    try:
+        assert [p.problem for p in rms_duck.verify_receipts(auditor)] == ["CONTEXT_MISMATCH"]
+        assert rms_duck.export_heads(auditor) == heads
+        assert not rms_duck.replay(auditor, rid).identical
+        assert summarise(auditor).bundles == 1
+    finally:
+        auditor.close()

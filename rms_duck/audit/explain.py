@@ -29,7 +29,7 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
     Raises:
         ReceiptError: the id is not a UUID or names no stored receipt.
     """
-    cur = cursor(con)
+    cur = cursor(con, follow_use=True)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         return cur.sql(with_views(

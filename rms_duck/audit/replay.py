@@ -84,7 +84,7 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         ReceiptError: unknown id, a malformed receipt, a missing bundle, or stored inputs
             that no longer match the receipt's inputs_sha256.
     """
-    cur = cursor(con)
+    cur = cursor(con, follow_use=True)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         body, bundle_id, inputs, stored_sha256 = _load(cur, rid)
