@@ -106,3 +106,14 @@ def test_a_bad_heads_file_is_a_clear_error(tmp_path, content, capsys):
     fill(path, n=1).close()
     assert main(["audit", "--db", path, "--heads", str(bad)]) == 1
     assert "rms-duck audit --export-heads" in capsys.readouterr().err
+
+
+def test_exporting_heads_to_a_folder_that_does_not_exist_is_a_clear_error(tmp_path, capsys):
+    """Audit review F8: a FileNotFoundError traceback."""
+    path = str(tmp_path / "a.duckdb")
+    fill(path).close()
+    target = tmp_path / "missing" / "heads.json"
+    assert main(["audit", "--db", path, "--export-heads", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write heads file {str(target)!r}: No such file or directory" in err
+    assert "Traceback" not in err

@@ -433,3 +433,20 @@ def test_audits_follow_the_connections_use_of_an_attached_file(tmp_path, connect
         assert summarise(auditor).bundles == 1
     finally:
         auditor.close()
+
+
+@pytest.mark.parametrize("edit", ["receipt || 'x'",
+                                  "replace(receipt, '\"candidates\":', '\"c\":')"])
+def test_explaining_an_unreadable_receipt_is_a_receipt_error(tmp_path, edit):
+    """Audit review F8: explain returned [] ("no candidates") for a receipt that no longer
+    parses."""
+    from rms_duck.audit.explain import explain
+
+    path = str(tmp_path / "explain.duckdb")
+    con = rms_duck.connect(path)
+    rid = rms_duck.pack(con, table(0), budget=300).receipt_id
+    assert explain(con, rid)
+    con.execute(f"UPDATE rms_receipts SET receipt = {edit}")
+    with pytest.raises(ReceiptError, match="cannot be explained; it was edited"):
+        explain(con, rid)
+    con.close()

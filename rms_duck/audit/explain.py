@@ -13,6 +13,7 @@ import duckdb
 
 from ..duck.cursors import cursor
 from ..duck.shipped import with_views
+from ..errors import ReceiptError
 from .ids import resolve_receipt_id
 
 
@@ -32,9 +33,24 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
     cur = cursor(con, follow_use=True)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
-        return cur.sql(with_views(
+        rows = cur.sql(with_views(
             "SELECT * FROM rms_receipt_decisions WHERE receipt_id = ? "
             "ORDER BY position NULLS LAST, tier NULLS LAST, order_key DESC NULLS LAST, node_id",
             "rms_receipt_decisions"), params=[rid]).to_arrow_table().to_pylist()
+        if not rows:
+            _check_readable(cur, rid)  # no rows: an empty pack, or a receipt that won't parse
+        return rows
     finally:
         cur.close()
+
+
+def _check_readable(cur: duckdb.DuckDBPyConnection, rid: str) -> None:
+    (valid, kind), = cur.execute(
+        "SELECT json_valid(receipt), CASE WHEN json_valid(receipt) "
+        "THEN json_type(receipt, '$.candidates') END FROM rms_receipts WHERE receipt_id = ?",
+        [rid]).fetchall()
+    if not valid or kind != "ARRAY":
+        what = "is not valid JSON" if not valid else "has no 'candidates' list"
+        raise ReceiptError(f"receipt {rid!r} {what}, so it cannot be explained; it was edited "
+                           "after it was written: run rms_duck.verify_receipts(con) and "
+                           "restore it from a backup")

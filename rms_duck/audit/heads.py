@@ -45,9 +45,13 @@ def export_heads(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 def write_heads(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> dict[str, Any]:
     """Export the heads to a JSON file (keep it somewhere the database's writers cannot)."""
     heads = export_heads(con)
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(heads, out, indent=2, sort_keys=True)
-        out.write("\n")
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(heads, out, indent=2, sort_keys=True)
+            out.write("\n")
+    except OSError as exc:
+        raise ReceiptError(f"cannot write heads file {os.fspath(path)!r}: {exc.strerror}; "
+                           "pass a path in a folder you can write to") from None
     return heads
 
 
