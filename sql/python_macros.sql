@@ -20,11 +20,12 @@ CREATE OR REPLACE TEMP MACRO rms_budget_arg(budget, fn) AS
          ELSE CAST(TRY_CAST(budget AS DOUBLE) AS BIGINT) END;
 COMMENT ON MACRO rms_budget_arg IS 'rms_budget_arg(budget, fn): the budget as BIGINT; an error naming fn when it is not a whole number';
 
--- rms_candidates_arg: the candidates as rms_candidate[] (a LIST or ARRAY of STRUCTs), or an
--- error naming fn and the type given: DuckDB's own cast error prints the whole canonical
--- type and not what to pass
+-- rms_candidates_arg: the candidates as rms_candidate[] (a LIST or ARRAY of STRUCTs, an
+-- empty list or NULL), or an error naming fn and the type given: DuckDB's own cast error
+-- prints the whole canonical type and not what to pass (JSON too: its cast to a STRUCT
+-- wants every one of the 26 fields)
 CREATE OR REPLACE TEMP MACRO rms_candidates_arg(candidates, fn) AS
-    CASE WHEN typeof(candidates) IN ('"NULL"', 'JSON')
+    CASE WHEN typeof(candidates) IN ('"NULL"', '"NULL"[]')
               OR regexp_full_match(typeof(candidates), 'STRUCT\(.*\)\[[0-9]*\]')
          THEN CAST(candidates AS rms_candidate[])
          ELSE error(fn || ': candidates must be a LIST of STRUCTs (one per candidate, with at '

@@ -202,6 +202,9 @@ def test_a_null_field_reads_as_sql_null(shared_con):
     ("['a', 'b']", "VARCHAR[]", "aggregate ranked rows"),
     ("[1, 2]", "INTEGER[]", "aggregate ranked rows"),
     ("'[{}]'", "VARCHAR", "aggregate ranked rows"),
+    # JSON's cast to a STRUCT wants all 26 fields (input review F5): refused up front.
+    ("'[{\"id\": \"a\", \"score\": 0.5, \"content\": \"x\"}]'::JSON", "JSON",
+     "aggregate ranked rows"),
     ("{'id': 'a', 'score': 0.5, 'content': 'x'}", "STRUCT(id VARCHAR",
      "put one candidate in [ ], or aggregate ranked rows"),
 ])
@@ -219,6 +222,13 @@ def test_candidates_that_are_not_a_list_of_structs_are_refused_by_name(shared_co
         in message
     assert "token_cost_estimate" not in message
     assert count_stored(shared_con) == (0, 0)
+
+
+def test_an_empty_candidate_list_is_no_candidates_as_null_is(shared_con):
+    """Input review F6: [] was refused as a "NULL"[] while NULL gave NO_CANDIDATES."""
+    for empty in ("[]", "NULL"):
+        flags = shared_con.sql(f"SELECT (pack_context({empty}, 400)).flags").fetchall()
+        assert flags == [(["NO_CANDIDATES"],)]
 
 
 @pytest.mark.parametrize("candidates", [
