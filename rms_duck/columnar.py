@@ -300,12 +300,12 @@ def plain_types(table: Any) -> Any:
     import pyarrow as pa
 
     schema = table.schema
-    plain = pa.schema([field.with_type(_plain_type(field.type)) for field in schema],
+    plain = pa.schema([field.with_type(plain_type(field.type)) for field in schema],
                       metadata=schema.metadata)
     return table if plain.equals(schema) else table.cast(plain)
 
 
-def _plain_type(kind: Any) -> Any:
+def plain_type(kind: Any) -> Any:
     import pyarrow as pa
 
     if pa.types.is_string_view(kind):
@@ -315,9 +315,9 @@ def _plain_type(kind: Any) -> Any:
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind) \
             or pa.types.is_large_list_view(kind):
         value = kind.value_field
-        inner = value.with_type(_plain_type(value.type))
+        inner = value.with_type(plain_type(value.type))
         return pa.large_list(inner) if pa.types.is_large_list(kind) or \
             pa.types.is_large_list_view(kind) else pa.list_(inner)
     if pa.types.is_struct(kind):
-        return pa.struct([field.with_type(_plain_type(field.type)) for field in kind])
+        return pa.struct([field.with_type(plain_type(field.type)) for field in kind])
     return kind

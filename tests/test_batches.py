@@ -362,3 +362,41 @@ def test_bundle_fields_name_the_arrow_type_and_the_sql_type_in_order():
     assert BUNDLE_FIELDS == tuple(field.name for field in bundle_arrow_type())
     assert [BUNDLE_SQL_TYPE.find(f"{name} ") for name in BUNDLE_FIELDS] == sorted(
         BUNDLE_SQL_TYPE.find(f"{name} ") for name in BUNDLE_FIELDS)
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "dask"])
+def test_categorical_group_keys_group_by_value_as_sql_does(kind):
+    """Input review F2: a dictionary-encoded key (a pandas or polars categorical) failed
+    with ArrowNotImplementedError; DuckDB's GROUP BY groups the same frame by value."""
+    import pandas as pd
+
+    frame = pd.DataFrame({
+        "q": pd.Categorical(["y", "x", "x", "y", "z"], categories=["z", "y", "x"]),
+        "id": [f"n{i}" for i in range(5)], "score": [0.9, 0.4, 0.7, 0.2, 0.5],
+        "content": [f"note {i} about the release" for i in range(5)]})
+    con = rms_duck.connect()
+    con.register("frame", frame)
+    expected = con.execute("SELECT CAST(q AS VARCHAR), pack_context(list({'id': id, "
+                           "'score': score, 'content': content}), 300).context FROM frame "
+                           "GROUP BY q ORDER BY CAST(q AS VARCHAR)").fetchall()
+    con.close()
+    if kind == "dask":
+        dd = pytest.importorskip("dask.dataframe")
+        from rms_duck.dask import pack_groups
+
+        out = pack_groups(dd.from_pandas(frame, npartitions=2), by="q", budget=300).compute()
+        got = sorted((str(q), context) for q, context in zip(out["q"], out["context"],
+                                                              strict=True))
+    else:
+        if kind == "polars":
+            import polars as pl
+            table = pl.from_pandas(frame)
+        elif kind == "arrow":
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            assert pa.types.is_dictionary(table.schema.field("q").type)
+        else:
+            table = frame
+        out = rms_duck.pack_batches(table, by="q", budget=300)
+        got = list(zip(out.column("q").to_pylist(), out.column("context").to_pylist(),
+                       strict=True))
+    assert got == expected

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..candidates import to_candidates
-from ..columnar import Row, check_required_columns, intake, plain_types
+from ..columnar import Row, check_required_columns, intake, plain_type, plain_types
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
 from ..receipts import inputs_json
@@ -80,6 +80,7 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
     config = parse_config(config)
     costs = _line_costs(line_costs, config)
     _check_columns(data, keys)
+    data = _decoded_keys(data, keys)
     key_table, lists = group_lists(data, keys)
     bundles = pack_lists(lists, [budget] * len(lists), [config] * len(lists),
                          line_costs=costs, inputs=inputs, processes=processes)
@@ -314,6 +315,23 @@ def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
             raise ConfigError(f"group key column {key!r} has type "
                               f"{data.schema.field(key).type}; group by scalar columns")
     check_required_columns(names)
+
+
+def _decoded_keys(data: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Dictionary-encoded keys (pandas and polars categoricals) as their values: Arrow
+    cannot sort a dictionary column, and DuckDB's GROUP BY groups them by value too."""
+    import pyarrow as pa
+
+    for key in keys:
+        column = data.column(key)
+        if pa.types.is_dictionary(column.type):
+            # polars' categoricals hold string_view values, which Arrow cannot take from.
+            value_type = plain_type(column.type.value_type)
+            plain = pa.chunked_array(
+                [chunk.dictionary.cast(value_type).take(chunk.indices)
+                 for chunk in column.chunks], type=value_type)
+            data = data.set_column(data.schema.get_field_index(key), key, plain)
+    return data
 
 
 def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
