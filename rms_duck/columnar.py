@@ -32,6 +32,7 @@ _PLAIN_EDGES = r"^[!-~]((?s).*[!-~])?$"
 _FLOATS = ("score", "salience", "confidence")
 _INTS = ("session_position", "token_cost_estimate")
 _REQUIRED = ("id", "score", "content")
+_FIELD_NAMES = frozenset(name for name, _, _ in _SLOTS)
 _LISTS = ("paths", "evidence_ids", "contradicts")
 _AS_IS_TEXTS = ("content", "namespace_id", "session_id", "prose")
 
@@ -52,7 +53,7 @@ def intake(structs: Any) -> list[Row]:
     n = len(structs)
     if n == 0:
         return []
-    check_required_columns([field.name for field in structs.type])
+    check_columns([field.name for field in structs.type])
     fast = _valid_rows(structs)
     columns = _columns(structs)
     bad_times = _convert_times(columns)
@@ -61,9 +62,18 @@ def intake(structs: Any) -> list[Row]:
     return build(n, [columns[name] for name in present], fast.to_pylist(), bad_times, structs)
 
 
-def check_required_columns(names: list[str]) -> None:
+def check_columns(names: list[str]) -> None:
     """A table or query without an id, score or content column is refused as a whole:
-    otherwise its first row's error (field 'id' is required, got None) hides the cause."""
+    otherwise its first row's error (field 'id' is required, got None) hides the cause.
+    So is one with two columns of one candidate field (SELECT *, 1 - score AS score): which
+    of them is meant cannot be told, and SQL's subquery would keep the first."""
+    twice = sorted({n for n in names if n in _FIELD_NAMES and names.count(n) > 1})
+    if twice:
+        raise CandidateError(
+            f"the candidate rows have {names.count(twice[0])} columns named {twice[0]!r} "
+            f"(columns given: {', '.join(repr(n) for n in names[:20])}); give each "
+            f"column its own name, for example SELECT * EXCLUDE ({twice[0]}), ... AS "
+            f"{twice[0]}")
     missing = [name for name in _REQUIRED if name not in names]
     if not missing:
         return

@@ -193,3 +193,25 @@ def test_a_table_without_a_required_column_is_refused_by_column(mcon, kind):
     assert "rename 'Score' to 'score' (names are case-sensitive)" in message
     assert "SELECT node_id AS id" in message
     assert mcon.execute("SELECT count(*) FROM rms_receipts").fetchall() == stored
+
+
+@pytest.mark.parametrize("kind", ["query", "pyarrow", "pack_batches"])
+def test_two_columns_of_one_candidate_field_are_refused(mcon, kind):
+    """Input review F1: SELECT *, 1 - score AS score gave two score columns; rms_duck.pack
+    used the last, SQL's subquery the first (it renames the second score_1), and
+    pack_batches raised a bare KeyError."""
+    from rms_duck.errors import CandidateError
+
+    table = pa.table([pa.array(["a"]), pa.array([0.9]), pa.array(["x"]), pa.array([0.1])],
+                     names=["id", "score", "content", "score"])
+    with pytest.raises(CandidateError, match=r"the candidate rows have 2 columns named 'score' "
+                       r"\(columns given: 'id', 'score', 'content', 'score'.*\); give each "
+                       r"column its own name, for example SELECT \* EXCLUDE \(score\), \.\.\. "
+                       r"AS score"):
+        if kind == "query":
+            rms_duck.pack(mcon, "SELECT 'a' AS id, 0.9 AS score, 'x' AS content, "
+                          "0.1 AS score", budget=300, store=False)
+        elif kind == "pack_batches":
+            rms_duck.pack_batches(table.append_column("q", pa.array([1])), by="q", budget=300)
+        else:
+            rms_duck.pack(mcon, table, budget=300, store=False)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..candidates import to_candidates
-from ..columnar import Row, check_required_columns, intake, plain_type, plain_types
+from ..columnar import Row, check_columns, intake, plain_type, plain_types
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
 from ..receipts import inputs_json
@@ -308,13 +308,16 @@ def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
 
     names = data.column_names
     for key in keys:
+        if names.count(key) > 1:
+            raise ConfigError(f"group key column {key!r} appears {names.count(key)} times in "
+                              "the table; give each column its own name")
         if key not in names:
             raise ConfigError(f"group key column {key!r} is not in the table (columns: "
                               f"{', '.join(names)}); pass by= one of those")
         if pa.types.is_nested(data.schema.field(key).type):
             raise ConfigError(f"group key column {key!r} has type "
                               f"{data.schema.field(key).type}; group by scalar columns")
-    check_required_columns(names)
+    check_columns(names)
 
 
 def _decoded_keys(data: pa.Table, keys: Sequence[str]) -> pa.Table:
