@@ -177,6 +177,19 @@ def test_budget_must_be_a_whole_number(budget):
         rms_duck.pack_candidates([GOOD], budget=budget)
 
 
+def test_whole_budgets_of_numeric_types_are_taken():
+    """Input review F7: np.int64(400) and Decimal(400) were refused as not whole."""
+    import decimal
+
+    import numpy as np
+
+    for budget in (np.int64(400), np.int32(400), decimal.Decimal(400), decimal.Decimal("4E2")):
+        assert rms_duck.pack_candidates([GOOD], budget=budget).context_budget == 400
+    for budget in (decimal.Decimal("400.5"), decimal.Decimal("NaN"), np.bool_(True)):
+        with pytest.raises(ConfigError, match="budget must be a whole number of tokens"):
+            rms_duck.pack_candidates([GOOD], budget=budget)
+
+
 def test_config_bytes_that_are_not_utf8():
     # mypy found this path: json.loads raises UnicodeDecodeError, which has no .msg/.pos.
     with pytest.raises(ConfigError, match=r"config bytes are not UTF-8 \(invalid start byte at "

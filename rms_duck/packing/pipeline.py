@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from numbers import Integral
 from typing import Any
 
 from ..bundle import MemoryBundle, TraceRow
@@ -136,6 +138,10 @@ def split_min_score(pool: list[Candidate],
 def _check_budget(budget: object) -> int:
     if isinstance(budget, float) and budget.is_integer():
         budget = int(budget)
+    elif isinstance(budget, Decimal) and budget.is_finite() and budget == int(budget):
+        budget = int(budget)  # SQL DECIMAL and HUGEINT values arrive as Decimal
+    elif isinstance(budget, Integral) and not isinstance(budget, (bool, int)):
+        budget = int(budget)  # numpy and other integer types (np.int64 from a DataFrame)
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise ConfigError(
             f"budget must be a whole number of tokens, got "
