@@ -91,6 +91,22 @@ def test_a_bad_line_is_named_by_its_stdin_line_and_creates_no_database(tmp_path)
     assert done.returncode == 1 and "add --db PATH" in done.stderr
 
 
+def test_a_lone_surrogate_is_named_by_line_and_field_before_a_database_is_made(tmp_path):
+    """Input review F8: the store failed after the file was created, naming no line or field
+    and advising store=False, a Python argument."""
+    db = tmp_path / "fresh.duckdb"
+    lines = ('{"id": "ok", "score": 0.9, "content": "fine"}\n'
+             '{"id": "n2", "score": 0.5, "content": "bad \\ud800 half"}\n')
+    done = rms("pack", "--budget", "300", "--db", str(db), stdin=lines)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert ("stdin line 2: field 'content' holds a lone surrogate ('\\ud800', half of a "
+            "UTF-16 pair), which a stored bundle cannot hold; fix the text, or pack with "
+            "--no-store") in done.stderr
+    assert not db.exists()
+    assert rms("pack", "--budget", "300", "--db", str(db), "--no-store",
+               stdin=lines).returncode == 0
+
+
 def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(tmp_path):
     (tmp_path / "text.duckdb").write_text("not a database")
     (tmp_path / "folder").mkdir()

@@ -31,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session-id", default=None, help="session id recorded (with --db)")
 
 
-def read_candidates(stream: TextIO) -> list[dict[str, Any]]:
+def read_candidates(stream: TextIO, *, storing: bool = False) -> list[dict[str, Any]]:
     """One JSON object per non-blank line, each checked as a candidate; a bad line is named
-    by its number on stdin."""
+    by its number on stdin. storing=True also refuses text a stored bundle cannot hold."""
     rows: list[dict[str, Any]] = []
     for number, line in enumerate(stream, start=1):
         if not line.strip():
@@ -53,8 +53,25 @@ def read_candidates(stream: TextIO) -> list[dict[str, Any]]:
             to_candidate(row, len(rows))
         except CandidateError as exc:
             raise CandidateError(f"stdin line {number}: {exc}") from None
+        if storing:
+            _check_storable(row, number)
         rows.append(row)
     return rows
+
+
+def _check_storable(row: dict[str, Any], number: int) -> None:
+    """JSON's \\ud800 escapes give lone surrogates, which the context escapes but the stored
+    inputs (DuckDB's JSON) cannot hold: name the line and field before any file is made."""
+    for key, value in row.items():
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise CandidateError(
+                        f"stdin line {number}: field {key!r} holds a lone surrogate "
+                        f"({text[exc.start]!r}, half of a UTF-16 pair), which a stored bundle "
+                        "cannot hold; fix the text, or pack with --no-store") from None
 
 
 def bundle_json(bundle: Any) -> dict[str, Any]:
@@ -71,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--namespace and --session-id name the receipt chain and session of a "
                           "stored pack; add --db PATH to store it, or leave them out")
     # Everything is checked before the database is opened: a bad line creates no file.
-    rows = read_candidates(sys.stdin)
+    rows = read_candidates(sys.stdin, storing=args.db is not None and not args.no_store)
     config = parse_config(args.config)
     _check_budget(args.budget)
     if args.db is None:
