@@ -307,6 +307,10 @@ def _instant(where: _Where, field: str, value: object) -> datetime:
         if isinstance(value, date):
             return datetime(value.year, value.month, value.day)
         if isinstance(value, str):
+            if finer_than_microseconds(value):
+                raise where.fail(field, value, "has digits finer than microseconds; "
+                                 "candidates keep microseconds (as TIMESTAMPTZ does)",
+                                 "round it first, for example CAST(t AS TIMESTAMPTZ) in SQL")
             try:
                 return as_utc(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
             except ValueError:
@@ -317,6 +321,16 @@ def _instant(where: _Where, field: str, value: object) -> datetime:
                          "9999", "pass a time at least a day inside that range") from None
     raise where.fail(field, value, "must be a timestamp",
                      "pass a TIMESTAMPTZ or ISO-8601 text such as '2026-09-14T00:00:00+00:00'")
+
+
+_SUBMICRO_DIGITS = re.compile(r"[.,]\d{6}(\d+)")
+
+
+def finer_than_microseconds(text: str) -> bool:
+    """ISO text with more than six fractional digits that are not all zeros (a TIMESTAMP_NS
+    cast to text): fromisoformat() would drop them without a word."""
+    match = _SUBMICRO_DIGITS.search(text)
+    return match is not None and match.group(1).strip("0") != ""
 
 
 def _sequence(where: _Where, field: str, value: object) -> list[Any]:

@@ -18,7 +18,15 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from .candidates import _ENUM_VALUES, _NEW, _SLOTS, OutOfRangeTime, _instant, _Where
+from .candidates import (
+    _ENUM_VALUES,
+    _NEW,
+    _SLOTS,
+    OutOfRangeTime,
+    _instant,
+    _Where,
+    finer_than_microseconds,
+)
 from .errors import CandidateError
 from .records import CONDITION_STATES, Candidate
 from .timefmt import as_utc
@@ -257,7 +265,7 @@ def _convert_times(columns: dict[str, list[Any]]) -> set[int]:
         for row, value in enumerate(values):
             if value is None or (type(value) is datetime and value.tzinfo is UTC):
                 continue
-            if type(value) is str and "Z" not in value:
+            if type(value) is str and "Z" not in value and not finer_than_microseconds(value):
                 # SQL hands times over as text ('2023-01-05 12:34:00+00'). Without a 'Z',
                 # _instant() parses the text as it is (fromisoformat() refuses surrounding
                 # spaces, which strip() would remove), so skip its steps; anything that fails

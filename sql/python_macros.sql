@@ -26,7 +26,10 @@ COMMENT ON MACRO rms_budget_arg IS 'rms_budget_arg(budget, fn): the budget as BI
 -- wants every one of the 26 fields)
 CREATE OR REPLACE TEMP MACRO rms_candidates_arg(candidates, fn) AS
     CASE WHEN typeof(candidates) IN ('"NULL"', '"NULL"[]')
-              OR regexp_full_match(typeof(candidates), 'STRUCT\(.*\)\[[0-9]*\]')
+         THEN CAST(candidates AS rms_candidate[])
+         -- the UDF names a field whose values the cast would change or refuse
+         WHEN regexp_full_match(typeof(candidates), 'STRUCT\(.*\)\[[0-9]*\]')
+              AND rms_candidate_type_udf(typeof(candidates), fn)
          THEN CAST(candidates AS rms_candidate[])
          ELSE error(fn || ': candidates must be a LIST of STRUCTs (one per candidate, with at '
                     || 'least id, score and content), got a value of type '

@@ -164,6 +164,10 @@ def test_python_pack_api_gives_the_same_errors(shared_con, rows, sql_rows, confi
     table = pa.Table.from_pylist(rows)
     with pytest.raises(error) as raised:
         rms_duck.pack(shared_con, table, budget=500, config=config)
+    lacking = [n for n in ("id", "score", "content") if n not in table.column_names]
+    if lacking:  # a table without the column is refused by column, before any row
+        phrases = [f"the candidate rows lack the column {lacking[0]!r}",
+                   "every candidate needs id, score and content"]
     for phrase in phrases:
         assert phrase in str(raised.value)
     assert count_stored(shared_con) == (0, 0)  # no case, so far, stored anything
@@ -235,6 +239,70 @@ def test_candidates_that_are_not_a_list_of_structs_are_refused_by_name(shared_co
         in message
     assert "token_cost_estimate" not in message
     assert count_stored(shared_con) == (0, 0)
+
+
+SQL_FIELD_CASES = [
+    ("'high' AS score", "'score' has type VARCHAR, but it must be a number", "CAST(x AS DOUBLE)"),
+    ("'LEXICAL' AS paths", "'paths' has type VARCHAR, but it must be a VARCHAR[] list",
+     "[x] or list(x)"),
+    ("'maybe' AS pinned", "'pinned' has type VARCHAR, but it must be a BOOLEAN", "x > 0"),
+    ("0.5::DOUBLE AS pinned", "'pinned' has type DOUBLE, but it must be a BOOLEAN", "x > 0"),
+    ("1.5::DOUBLE AS path_count", "'path_count' has type DOUBLE, but it must be a whole",
+     "CAST(round(x) AS INTEGER)"),
+    ("1.5::DECIMAL(4,1) AS session_position", "'session_position' has type DECIMAL(4,1)",
+     "CAST(round(x) AS INTEGER)"),
+    ("'caf\\xC3\\xA9'::BLOB AS content", "'content' has type BLOB, but it must be VARCHAR",
+     "decode(x)"),
+    ("[1, 2] AS content", "'content' has type INTEGER[], but it must be VARCHAR",
+     "array_to_string(x, ' ')"),
+    ("12::HUGEINT AS id", "'id' has type HUGEINT, but it must be VARCHAR or UUID",
+     "CAST(x AS VARCHAR)"),
+    ("{'a': 1} AS structured_value", "'structured_value' has type STRUCT(a INTEGER)",
+     "to_json(x)"),
+    ("'x' AS \"Valid_From\"", None, None),  # the cast matches names without case: checked
+    ("[1] AS evidence_ids", "'evidence_ids' has type INTEGER[], but it must be a VARCHAR[] or "
+     "UUID[] list", "VARCHAR[] list of node ids"),
+]
+
+
+@pytest.mark.parametrize("fn", ["pack_context", "rms_store"])
+@pytest.mark.parametrize("extra, message, fix", SQL_FIELD_CASES)
+def test_sql_candidate_fields_of_a_type_the_cast_would_change_are_named(shared_con, fn, extra,
+                                                                        message, fix):
+    """Input review F3/F4: SQL cast 1.5 to path_count 2, 0.5 to pinned, a BLOB to escaped
+    text, a list to its text, and failed on 'high' with a message naming no field; the
+    Python entry points refuse each by field."""
+    name = extra.rsplit(" AS ", 1)[1].strip('"').lower()
+    base = {"id": "'a' AS id", "score": "0.9::DOUBLE AS score", "content": "'hello' AS content"}
+    query = ("SELECT " + ", ".join(v for k, v in base.items() if k != name) + ", " + extra)
+    before = count_stored(shared_con)
+    with pytest.raises(duckdb.Error) as raised:
+        shared_con.sql(f"SELECT {fn}(list(c), 400) FROM ({query}) AS c").fetchall()
+    text = str(raised.value)
+    if message is None:  # 'x' is no time: refused in Python, by field, after the cast
+        assert "field 'valid_from' must be a timestamp" in text
+    else:
+        assert f"CandidateError: {fn}: candidate field {message}" in text
+        assert fix in text
+    assert count_stored(shared_con) == before
+
+
+@pytest.mark.parametrize("extra", [
+    "uuid() AS id", "2::DECIMAL(4,0) AS path_count", "[]::VARCHAR[] AS paths", "[] AS paths",
+    "'fact'::ENUM('fact', 'note') AS type", "NULL AS speaker", "2::UTINYINT AS path_count",
+    "'{\"a\": 1}'::JSON AS structured_value", "[uuid()] AS contradicts", "1 AS score",
+    "DATE '2026-01-02' AS event_time", "TIMESTAMP_NS '2026-01-02 03:04:05.123456' AS valid_to",
+    "0.5::DECIMAL(3,2) AS salience", "true AS pinned", "3::HUGEINT AS token_cost_estimate",
+])
+def test_sql_candidate_fields_of_castable_types_still_pack(shared_con, extra):
+    query = "SELECT 'a' AS id, 0.9::DOUBLE AS score, 'hello' AS content, " + extra
+    if extra.endswith(" AS id") or extra.endswith(" AS score"):
+        name = extra.rsplit(" AS ", 1)[1]
+        query = "SELECT 'hello' AS content, " + (
+            "0.9::DOUBLE AS score, " if name == "id" else "'a' AS id, ") + extra
+    used = shared_con.sql(f"SELECT (pack_context(list(c), 400)).tokens_used "
+                          f"FROM ({query}) AS c").fetchall()
+    assert used[0][0] > 0
 
 
 def test_an_empty_candidate_list_is_no_candidates_as_null_is(shared_con):

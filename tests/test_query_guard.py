@@ -267,7 +267,9 @@ def test_read_only_transaction_blocks_writes_the_guard_missed(con, sql):
 
 def test_read_only_transaction_runs_selects_with_parameters(con):
     nodes(con, 3)
-    rows = _run_read_only(con, "SELECT content FROM rms_nodes WHERE salience > ? ORDER BY 1",
-                          [0.25])
-    assert rows == [{"content": "note 1 about the release"},
-                    {"content": "note 2 about the release"}]
+    rows = _run_read_only(con, "SELECT CAST(id AS VARCHAR) AS id, 0.5 AS score, content "
+                          "FROM rms_nodes WHERE salience > ? ORDER BY content", [0.25])
+    from rms_duck.candidates import to_candidates
+
+    assert [c.content for c in to_candidates(rows)] == ["note 1 about the release",
+                                                        "note 2 about the release"]

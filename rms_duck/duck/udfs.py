@@ -19,6 +19,7 @@ from ..packing.batches import pack_lists
 from ..packing.repack import repack
 from ..tokens.encodings import get_encoding, known_encodings
 from ..tokens.estimate import estimate_tokens
+from .candidatetype import check_candidate_type
 from .stemming import stem_words
 from .types import BUNDLE_SQL_TYPE
 
@@ -134,8 +135,18 @@ def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
     return pa.array(out, type=REPLAY_ARROW_TYPE)
 
 
+def candidate_type_udf(type_texts: pa.ChunkedArray, fns: pa.ChunkedArray) -> pa.Array:
+    """True for each candidate list type whose known fields DuckDB can cast without changing
+    a value; otherwise the CandidateError naming the field (duck/candidatetype.py)."""
+    for type_text, fn in zip(type_texts.to_pylist(), fns.to_pylist(), strict=True):
+        if type_text is not None:
+            check_candidate_type(type_text, fn or "pack_context")
+    return pa.array([True] * len(type_texts), pa.bool_())
+
+
 UDFS = (
     Udf("rms_pack_udf", pack_udf, ("rms_candidate[]", "BIGINT", "VARCHAR"), BUNDLE_SQL_TYPE),
+    Udf("rms_candidate_type_udf", candidate_type_udf, ("VARCHAR", "VARCHAR"), "BOOLEAN"),
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_stem_udf", stem_udf, ("VARCHAR", "VARCHAR"), "VARCHAR"),

@@ -1,0 +1,136 @@
+"""The field types of a SQL candidate list, checked before DuckDB casts it to rms_candidate[].
+
+DuckDB's cast to the canonical STRUCT matches fields by name (ignoring case) and converts
+every value it can: a DOUBLE path_count 1.5 becomes the INTEGER 2, a DOUBLE pinned 0.5
+becomes true, a BLOB content becomes escaped text ('caf\\xC3\\xA9'), a LIST content its
+text; and a value it cannot convert fails with a message that names no field. The Python
+entry points refuse all of these by field. So pack_context() and rms_store() check the
+type DuckDB reports (typeof(), one text per query) here first, and name the field, its
+type and the fix; values are still checked one by one in Python after the cast.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..errors import CandidateError
+
+_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+             "UINTEGER", "UBIGINT", "UHUGEINT"}
+_FLOATS = {"FLOAT", "DOUBLE"}
+_TIMES = {"TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "DATE", "TIMESTAMP_S", "TIMESTAMP_MS",
+          "TIMESTAMP_NS", "VARCHAR"}
+_NULL = '"NULL"'
+
+# kind -> (what the field must be, how to pass it)
+_KINDS = {
+    "text": ("VARCHAR text", "pass VARCHAR (a BLOB of UTF-8: decode(x); a list: "
+                             "array_to_string(x, ' '))"),
+    "id": ("VARCHAR or UUID", "pass CAST(x AS VARCHAR)"),
+    "number": ("a number", "pass a DOUBLE, for example CAST(x AS DOUBLE)"),
+    "whole": ("a whole number type", "pass an INTEGER, for example CAST(round(x) AS INTEGER) "
+                                     "if rounding is meant"),
+    "boolean": ("a BOOLEAN", "pass a BOOLEAN, for example x > 0 AS pinned"),
+    "time": ("a TIMESTAMPTZ, TIMESTAMP, DATE or ISO text", "pass CAST(x AS TIMESTAMPTZ)"),
+    "texts": ("a VARCHAR[] list", "pass a VARCHAR[] list, for example [x] or list(x)"),
+    "ids": ("a VARCHAR[] or UUID[] list", "pass a VARCHAR[] list of node ids"),
+    "structured": ("VARCHAR or JSON text", "pass JSON text, for example to_json(x)"),
+}
+_FIELDS = {
+    "id": "id", "superseded_by": "id", "content": "text", "speaker": "text", "prose": "text",
+    "namespace_id": "text", "session_id": "text", "condition_state": "text", "type": "text",
+    "epistemic_type": "text", "source_type": "text", "lifecycle_state": "text",
+    "structured_value": "structured", "score": "number", "salience": "number",
+    "confidence": "number", "path_count": "whole", "session_position": "whole",
+    "token_cost_estimate": "whole", "pinned": "boolean", "event_time": "time",
+    "valid_from": "time", "valid_to": "time", "paths": "texts", "evidence_ids": "ids",
+    "contradicts": "ids",
+}
+_LIST_SUFFIX = re.compile(r"\[\d*\]$")
+_DECIMAL = re.compile(r"DECIMAL\((\d+),(\d+)\)")
+
+
+def check_candidate_type(type_text: str, fn: str) -> None:
+    """Raise CandidateError when a known field of the candidate STRUCT list type `type_text`
+    (as typeof() prints it) has a type DuckDB's cast would convert or fail on."""
+    problem = _problem(type_text)
+    if problem is not None:
+        name, given, kind = problem
+        expected, fix = _KINDS[kind]
+        raise CandidateError(
+            f"{fn}: candidate field {name!r} has type {given}, but it must be {expected} "
+            f"(DuckDB's cast would change or refuse its values); {fix}")
+
+
+@lru_cache(maxsize=256)
+def _problem(type_text: str) -> tuple[str, str, str] | None:
+    element = _LIST_SUFFIX.sub("", type_text, count=1)
+    if not (element.startswith("STRUCT(") and element.endswith(")")):
+        return None  # not a STRUCT list: the macro's own check answers for it
+    for name, given in _struct_fields(element[len("STRUCT("):-1]):
+        kind = _FIELDS.get(name.lower())
+        if kind is not None and given != _NULL and not _allowed(kind, given):
+            return name, given, kind
+    return None
+
+
+def _allowed(kind: str, given: str) -> bool:
+    if kind in ("text", "structured", "id"):
+        return (given == "VARCHAR" or given.startswith("ENUM(")
+                or (kind == "id" and given == "UUID")
+                or (kind == "structured" and given == "JSON"))
+    if kind == "number":
+        return given in _INTEGERS or given in _FLOATS or _DECIMAL.fullmatch(given) is not None
+    if kind == "whole":
+        decimal = _DECIMAL.fullmatch(given)
+        return given in _INTEGERS or (decimal is not None and decimal.group(2) == "0")
+    if kind == "boolean":
+        return given == "BOOLEAN"
+    if kind == "time":
+        return given in _TIMES
+    # A list of texts (ids may be UUIDs), or the empty list literal's "NULL"[].
+    if not _LIST_SUFFIX.search(given):
+        return False
+    inner = _LIST_SUFFIX.sub("", given, count=1)
+    return _allowed("id" if kind == "ids" else "text", inner) or inner == _NULL
+
+
+def _struct_fields(body: str) -> list[tuple[str, str]]:
+    """[(name, type)] of a STRUCT's fields as typeof() prints them: names bare or in double
+    quotes (a quote doubled inside), types possibly nested, with quoted ENUM members."""
+    fields = []
+    for part in _split_top_level(body):
+        part = part.strip()
+        if part.startswith('"'):
+            end = 1
+            while True:
+                end = part.index('"', end)
+                if part[end + 1:end + 2] == '"':
+                    end += 2
+                    continue
+                break
+            name, rest = part[1:end].replace('""', '"'), part[end + 1:]
+        else:
+            name, _, rest = part.partition(" ")
+        fields.append((name, rest.strip()))
+    return fields
+
+
+def _split_top_level(body: str) -> list[str]:
+    parts, depth, start, quote = [], 0, 0, ""
+    for i, ch in enumerate(body):
+        if quote:
+            if ch == quote:
+                quote = ""  # a doubled quote closes and reopens: the same in effect
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    parts.append(body[start:])
+    return [p for p in parts if p.strip()]
