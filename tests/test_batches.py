@@ -236,6 +236,7 @@ def _nodes_store(con, n: int) -> pa.Table:
         "lifecycle_state, confidence, event_time, speaker FROM rms_nodes").to_arrow_table()
 
 
+@pytest.mark.slow  # 4-5 s: the default run stays under 3 minutes
 def test_exported_line_costs_spare_the_tokenizer(con, tmp_path):
     table = _nodes_store(con, 160)
     path = tmp_path / "costs.parquet"
@@ -364,7 +365,8 @@ def test_bundle_fields_name_the_arrow_type_and_the_sql_type_in_order():
         BUNDLE_SQL_TYPE.find(f"{name} ") for name in BUNDLE_FIELDS)
 
 
-@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "dask"])
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow",
+                                  pytest.param("dask", marks=pytest.mark.slow)])
 def test_categorical_group_keys_group_by_value_as_sql_does(kind):
     """Input review F2: a dictionary-encoded key (a pandas or polars categorical) failed
     with ArrowNotImplementedError; DuckDB's GROUP BY groups the same frame by value."""

@@ -83,6 +83,7 @@ def test_the_result_does_not_depend_on_partitions(con, client):
         assert _rows(result.compute()) == expected
 
 
+@pytest.mark.slow  # 4-5 s: the default run stays under 3 minutes
 def test_null_keys_form_one_group_last_whatever_the_partitions(con, client):
     # Integer and text keys with NULLs, one key and two: the same groups, bytes and order
     # as pack_batches() in one process, and one receipt per group when stored.

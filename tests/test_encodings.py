@@ -316,6 +316,7 @@ def test_model_in_sql_config(con):
                     "'{\"model\": \"gpt-4\", \"encoding\": \"o200k_base\"}')").fetchall()
 
 
+@pytest.mark.slow  # 4-5 s: the default run stays under 3 minutes
 def test_model_and_encoding_on_the_command_line(tmp_path, capsys):
     from rms_duck.cli import main
 

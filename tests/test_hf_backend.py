@@ -139,6 +139,7 @@ def test_lower_bound_is_zero_for_hf(hf_names):
     assert counter.max_token_chars is None and counter.lower_bound("many words here") == 0
 
 
+@pytest.mark.slow  # 4-5 s: the default run stays under 3 minutes
 def test_audit_replay_takes_the_tokenizer_file(tmp_path, capsys):
     from rms_duck.cli import main
 
