@@ -352,10 +352,19 @@ def _path_count(where: _Where, value: object, paths: tuple[str, ...]) -> int | N
 
 def _whole(where: _Where, field: str, value: object) -> int:
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    elif isinstance(value, decimal.Decimal) and value.is_finite() and value == int(value):
+        value = int(value)  # a DECIMAL or HUGEINT column
     if isinstance(value, bool) or not isinstance(value, int):
         raise where.fail(field, value, "must be a whole number", "cast it to INTEGER")
+    if not INT32_MIN <= value <= INT32_MAX:
+        # SQL's candidate STRUCT holds it as an INTEGER: every entry point takes the same.
+        raise where.fail(field, value, f"must be in {INT32_MIN:,}..{INT32_MAX:,} (a 32-bit "
+                         "INTEGER)", "pass a smaller number")
     return value
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _flag(where: _Where, field: str, value: object) -> bool:

@@ -22,6 +22,8 @@ from .candidates import (
     _ENUM_VALUES,
     _NEW,
     _SLOTS,
+    INT32_MAX,
+    INT32_MIN,
     OutOfRangeTime,
     _instant,
     _Where,
@@ -175,9 +177,9 @@ def _field_ok(name: str, column) -> Any:
     elif name in _FLOATS and pa.types.is_float64(kind):
         ok = pc.and_(pc.greater_equal(column, 0.0), pc.less_equal(column, 1.0))
     elif name in _INTS and pa.types.is_integer(kind):
-        ok = pc.is_valid(column)
+        ok = _in_int32(column, INT32_MIN)
     elif name == "path_count" and pa.types.is_integer(kind):
-        ok = pc.greater_equal(column, 0)
+        ok = _in_int32(column, 0)
     elif name == "pinned" and pa.types.is_boolean(kind):
         ok = pc.is_valid(column)
     elif name in _LISTS and pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
@@ -189,6 +191,17 @@ def _field_ok(name: str, column) -> Any:
         ok = pa.array([False] * len(column))  # id lists and any other type: row by row
     ok = pc.fill_null(ok, False)
     return pc.or_(ok, pc.is_null(column)) if null_ok else ok
+
+
+def _in_int32(column: Any, low: int) -> Any:
+    """low <= value <= INT32_MAX, compared as doubles (exact at these bounds), so unsigned
+    and 64-bit columns compare without an overflow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    as_double = pc.cast(column, pa.float64())
+    return pc.and_(pc.greater_equal(as_double, float(low)),
+                   pc.less_equal(as_double, float(INT32_MAX)))
 
 
 _TIMES = ("event_time", "valid_from", "valid_to")

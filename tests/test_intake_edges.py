@@ -103,3 +103,25 @@ def test_an_error_shows_a_binary_uuid_id_as_the_uuid():
     row = {"id": raw.bytes, "score": 2.0, "content": "x"}
     with pytest.raises(CandidateError, match=rf"candidate #0 \(id '{raw}'\): field 'score'"):
         pack_candidates([row], budget=300)
+
+
+@pytest.mark.parametrize("field, value", [("session_position", 3_000_000_000),
+                                          ("path_count", 2**31), ("token_cost_estimate", -2**40)])
+@pytest.mark.parametrize("through", ["rows", "arrow"])
+def test_whole_fields_outside_32_bits_are_refused_on_every_path(con, field, value, through):
+    """Input review F3: Python took a session_position of 3e9 that SQL's INTEGER field
+    cannot hold (DuckDB failed the cast naming no field)."""
+    row = {"id": "a", "score": 0.5, "content": "x", field: value}
+    with pytest.raises(CandidateError, match=rf"field '{field}' must be in "
+                       r"-2,147,483,648\.\.2,147,483,647 \(a 32-bit INTEGER\)"):
+        if through == "rows":
+            pack_candidates([row], budget=300)
+        else:
+            rms_duck.pack(con, pa.Table.from_pylist([row]), budget=300, store=False)
+
+
+def test_whole_decimals_are_whole_numbers():
+    import decimal
+
+    row = {"id": "a", "score": 0.5, "content": "x", "path_count": decimal.Decimal(2)}
+    assert pack_candidates([row], budget=300).tokens_used > 0
