@@ -329,6 +329,8 @@ _SUBMICRO_DIGITS = re.compile(r"[.,]\d{6}(\d+)")
 def finer_than_microseconds(text: str) -> bool:
     """ISO text with more than six fractional digits that are not all zeros (a TIMESTAMP_NS
     cast to text): fromisoformat() would drop them without a word."""
+    if "." not in text and "," not in text:  # most times: no fraction at all
+        return False
     match = _SUBMICRO_DIGITS.search(text)
     return match is not None and match.group(1).strip("0") != ""
 
