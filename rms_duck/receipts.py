@@ -259,8 +259,8 @@ def inputs_json(candidates: Sequence[Candidate]) -> str:
 
 def _remembered_row_json(c: Candidate) -> str:
     """input_row_json(c), remembered for recently stored candidates: agents store packs of
-    the same rows again and again. The key is the field values with their types, so values
-    that compare equal but print differently (1 and 1.0, True and 1) never share a text;
+    the same rows again and again. The key is the field values with the numbers' types, so
+    values that compare equal but print differently (1 and 1.0, True and 1) never share a text;
     rows where equal values could still print differently (a datetime not in UTC, a signed
     zero) are not remembered."""
     values = _input_values(c)
@@ -268,7 +268,7 @@ def _remembered_row_json(c: Candidate) -> str:
             or not _utc_or_none(c.event_time) or not _utc_or_none(c.valid_from)
             or not _utc_or_none(c.valid_to)):
         return input_row_json(c)
-    key = (values, tuple(map(type, values)))
+    key = (values, tuple(map(type, _numeric_values(c))))
     try:
         text = _ROW_TEXTS.get(key)
     except TypeError:  # an unhashable value (a list passed in place of a tuple)
@@ -320,6 +320,11 @@ _encode_sorted = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).enc
 _INPUT_KEYS = sorted(Candidate.__slots__)
 _INPUT_PREFIXES = [json_string(key) + ":" for key in _INPUT_KEYS]
 _input_values = attrgetter(*_INPUT_KEYS)
+# The fields where equal values of different types print apart (1 == 1.0 == True); text,
+# enum, tuple and UTC time fields print the same for equal values, so only these types
+# join the remembered row's key.
+_numeric_values = attrgetter("confidence", "path_count", "pinned", "salience", "score",
+                             "session_position", "token_cost_estimate")
 
 
 def seal_receipt(body: dict[str, Any], *, receipt_id: str, bundle_id: str, created_at: datetime,
