@@ -199,7 +199,8 @@ def _in_int32(column: Any, low: int) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    as_double = pc.cast(column, pa.float64())
+    # Unsafe: a 64-bit value past 2**53 rounds, still far outside the 32-bit bounds.
+    as_double = pc.cast(column, pa.float64(), safe=False)
     return pc.and_(pc.greater_equal(as_double, float(low)),
                    pc.less_equal(as_double, float(INT32_MAX)))
 

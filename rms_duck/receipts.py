@@ -304,6 +304,8 @@ def _is_default(name: str, value: object) -> bool:
     """The field holds its default: left out of stored inputs. The type must match too, so
     1 (int) is written where the default is 1.0, and True where it is 1."""
     default = _DEFAULTS.get(name, _NO_DEFAULT)
+    if isinstance(default, Enum):  # "note" and NodeType.NOTE print alike: both left out
+        return value == default
     return type(value) is type(default) and value == default
 
 

@@ -28,7 +28,7 @@ CREATE OR REPLACE TEMP MACRO rms_candidates_arg(candidates, fn) AS
     CASE WHEN typeof(candidates) IN ('"NULL"', '"NULL"[]')
          THEN CAST(candidates AS rms_candidate[])
          -- the UDF names a field whose values the cast would change or refuse
-         WHEN regexp_full_match(typeof(candidates), 'STRUCT\(.*\)\[[0-9]*\]')
+         WHEN regexp_full_match(typeof(candidates), '(?s)STRUCT\(.*\)\[[0-9]*\]')
               AND rms_candidate_type_udf(typeof(candidates), fn)
          THEN CAST(candidates AS rms_candidate[])
          ELSE error(fn || ': candidates must be a LIST of STRUCTs (one per candidate, with at '

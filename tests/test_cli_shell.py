@@ -105,6 +105,12 @@ def test_a_lone_surrogate_is_named_by_line_and_field_before_a_database_is_made(t
     assert not db.exists()
     assert rms("pack", "--budget", "300", "--db", str(db), "--no-store",
                stdin=lines).returncode == 0
+    db.unlink()
+    for nested in ('{"k": "\\ud800"}', '"{\\"k\\": \\"\\\\ud800\\"}"'):
+        done = rms("pack", "--budget", "300", "--db", str(db), stdin=(
+            '{"id": "a", "score": 0.5, "content": "x", "structured_value": ' + nested + '}\n'))
+        assert done.returncode == 1 and not db.exists(), done.stderr
+        assert "stdin line 1: field 'structured_value' holds a lone surrogate" in done.stderr
 
 
 def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(tmp_path):

@@ -165,6 +165,19 @@ def test_stored_inputs_read_back_to_the_same_candidates(rows):
     assert sorted(to_candidates(stored), key=repr) == sorted(candidates, key=repr)
 
 
+def test_a_text_and_its_enum_member_store_alike():
+    """Diff review: "note" and NodeType.NOTE compare equal, so they share a remembered row;
+    both must then print the same row (both leave the default type out)."""
+    from rms_duck.receipts import input_row_json, inputs_json
+    from rms_duck.records import Candidate, NodeType
+
+    as_text = Candidate(id="a", score=0.5, content="x", type="note")  # type: ignore[arg-type]
+    as_enum = Candidate(id="a", score=0.5, content="x", type=NodeType.NOTE)
+    assert input_row_json(as_text) == input_row_json(as_enum) == \
+        '{"content":"x","id":"a","score":0.5}'
+    assert inputs_json([as_enum]) == inputs_json([as_text])
+
+
 def test_stored_inputs_leave_out_fields_at_their_default():
     import json
 

@@ -106,7 +106,8 @@ def test_an_error_shows_a_binary_uuid_id_as_the_uuid():
 
 
 @pytest.mark.parametrize("field, value", [("session_position", 3_000_000_000),
-                                          ("path_count", 2**31), ("token_cost_estimate", -2**40)])
+                                          ("path_count", 2**31), ("token_cost_estimate", -2**40),
+                                          ("session_position", 2**53 + 1)])
 @pytest.mark.parametrize("through", ["rows", "arrow"])
 def test_whole_fields_outside_32_bits_are_refused_on_every_path(con, field, value, through):
     """Input review F3: Python took a session_position of 3e9 that SQL's INTEGER field

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import rms_duck
+from rms_duck.audit.summary import summarise
 from tests.conftest import independent_count
 
 DATA = Path(__file__).parent / "data" / "receipts_v0_2_cl100k"
@@ -37,6 +38,7 @@ def test_old_receipts_verify_and_replay_with_their_recorded_encoding(con):
     for rid in ids:
         result = rms_duck.replay(con, rid)
         assert result.identical and result.same_decisions and not result.encoding_changed
+        assert result.reproduced, result.differing_fields  # every other field agrees too
         assert result.bundle.config.encoding == "cl100k_base" and result.bundle.config.model is None
         assert result.bundle.tokens_used == independent_count("cl100k_base", result.bundle.context)
 
@@ -61,6 +63,8 @@ def replay_all(con, data: Path, count: int) -> list:
     results = [rms_duck.replay(con, rid) for rid in ids]
     for rid, result in zip(ids, results, strict=True):
         assert result.identical and result.same_decisions, rid
+        assert result.reproduced, (rid, result.differing_fields)
+    assert summarise(con, with_replay=True).ok  # what `rms-duck audit --replay` reports
     assert con.execute("SELECT identical, error FROM rms_replay()").fetchall() == \
         [(True, None)] * count
     return results

@@ -450,3 +450,48 @@ def test_explaining_an_unreadable_receipt_is_a_receipt_error(tmp_path, edit):
     with pytest.raises(ReceiptError, match="cannot be explained; it was edited"):
         explain(con, rid)
     con.close()
+
+
+def test_packs_store_where_the_audits_look_after_use(tmp_path):
+    """Diff review: audits followed USE while packs still stored in the default database,
+    so replaying a receipt just stored raised a CatalogException. Both follow USE to a
+    database holding rms_duck's tables; data attached to rank from is not followed."""
+    store = str(tmp_path / "store.duckdb")
+    rms_duck.connect(store).close()
+    data = str(tmp_path / "data.duckdb")
+    duckdb.connect(data).execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, "
+                                 "'hello' AS content").close()
+    con = rms_duck.connect()
+    try:
+        con.execute(f"ATTACH '{store}' AS s")
+        con.execute("USE s")
+        rid = rms_duck.pack(con, table(0), budget=300).receipt_id
+        assert con.execute("SELECT count(*) FROM s.rms_receipts").fetchall() == [(1,)]
+        assert con.execute("SELECT count(*) FROM memory.rms_receipts").fetchall() == [(0,)]
+        assert rms_duck.replay(con, rid).reproduced and rms_duck.verify_receipts(con) == []
+        con.execute(f"ATTACH '{data}' AS d")
+        con.execute("USE d")
+        rid = rms_duck.pack(con, con.sql("SELECT * FROM d.notes").arrow(), budget=300).receipt_id
+        assert con.execute("SELECT count(*) FROM memory.rms_receipts").fetchall() == [(1,)]
+        assert rms_duck.replay(con, rid).reproduced
+    finally:
+        con.close()
+
+
+def test_an_audit_leaves_the_callers_open_result_alone(tmp_path):
+    """Diff review: asking `con` which database it uses ended the result a caller was
+    reading on it, so a loop replaying each receipt stopped after the first."""
+    con = rms_duck.connect(str(tmp_path / "loop.duckdb"))
+    try:
+        for k in range(5):
+            rms_duck.pack(con, table(k, n=3), budget=300)
+        pending = con.execute("SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts "
+                              "ORDER BY seq")
+        replayed = 0
+        while (row := pending.fetchone()) is not None:
+            assert rms_duck.replay(con, row[0]).reproduced
+            assert rms_duck.verify_receipts(con) == []
+            replayed += 1
+        assert replayed == 5
+    finally:
+        con.close()

@@ -30,7 +30,7 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
     Raises:
         ReceiptError: the id is not a UUID or names no stored receipt.
     """
-    cur = cursor(con, follow_use=True)
+    cur = cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         rows = cur.sql(with_views(

@@ -28,7 +28,7 @@ def export_heads(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     receipt_id, receipt_sha256}]}, sorted by chain. The digest is computed here from the
     receipt text, not read from the receipt_sha256 column. Reads only.
     """
-    cur = cursor(con, follow_use=True)
+    cur = cursor(con)
     try:
         rows = cur.execute(
             "SELECT chain_namespace, seq, CAST(receipt_id AS VARCHAR), receipt "

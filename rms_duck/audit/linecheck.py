@@ -48,7 +48,7 @@ class LineCostCheck:
 
 def check_line_costs(con: duckdb.DuckDBPyConnection) -> LineCostCheck:
     """Recount every rms_line_costs row whose line a stored bundle or a node rebuilds."""
-    cur = cursor(con, follow_use=True)
+    cur = cursor(con)
     try:
         stored = {(key, digest): n for key, digest, n in cur.execute(
             "SELECT encoding, line_sha256, n_tokens FROM rms_line_costs").fetchall()}

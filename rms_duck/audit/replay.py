@@ -84,7 +84,7 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         ReceiptError: unknown id, a malformed receipt, a missing bundle, or stored inputs
             that no longer match the receipt's inputs_sha256.
     """
-    cur = cursor(con, follow_use=True)
+    cur = cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         body, bundle_id, inputs, stored_sha256 = _load(cur, rid)
@@ -129,8 +129,10 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
 
 
 # Compared on their own (context_sha256, candidates, encoding), or inputs of the replay
-# itself (budget, config: a newer PackingConfig adds fields an older receipt lacks).
-_COMPARED_APART = frozenset({"context_sha256", "candidates", "encoding", "budget", "config"})
+# itself (budget, config: a newer PackingConfig adds fields an older receipt lacks; the
+# receipt_version the replay emulates, while its body says the current one).
+_COMPARED_APART = frozenset({"context_sha256", "candidates", "encoding", "budget", "config",
+                             "receipt_version"})
 _ABSENT = object()
 
 

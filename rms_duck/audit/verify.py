@@ -85,7 +85,7 @@ def verify_receipts(con: duckdb.DuckDBPyConnection, *,
     Raises:
         ReceiptError: the receipt checks failed to run (a damaged table).
     """
-    cur = cursor(con, follow_use=True)
+    cur = cursor(con)
     try:
         problems = [ReceiptProblem(problem=p.problem, chain_namespace=None, seq=None,
                                    receipt_id=None, bundle_id=None, detail=p.detail,

@@ -63,15 +63,36 @@ def _check_storable(row: dict[str, Any], number: int) -> None:
     """JSON's \\ud800 escapes give lone surrogates, which the context escapes but the stored
     inputs (DuckDB's JSON) cannot hold: name the line and field before any file is made."""
     for key, value in row.items():
-        for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str):
+        for text in _texts(value):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise CandidateError(
+                    f"stdin line {number}: field {key!r} holds a lone surrogate "
+                    f"({text[exc.start]!r}, half of a UTF-16 pair), which a stored bundle "
+                    "cannot hold; fix the text, or pack with --no-store") from None
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string in a JSON value (a structured_value may nest them, in keys too), and
+    the JSON a string holds escaped, decoded once more."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            if "\\u" in item:  # a JSON text inside the text (structured_value as a string)
                 try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    raise CandidateError(
-                        f"stdin line {number}: field {key!r} holds a lone surrogate "
-                        f"({text[exc.start]!r}, half of a UTF-16 pair), which a stored bundle "
-                        "cannot hold; fix the text, or pack with --no-store") from None
+                    stack.append(json.loads(item))
+                except ValueError:
+                    pass
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
 
 
 def bundle_json(bundle: Any) -> dict[str, Any]:

@@ -1,12 +1,17 @@
 """The field types of a SQL candidate list, checked before DuckDB casts it to rms_candidate[].
 
 DuckDB's cast to the canonical STRUCT matches fields by name (ignoring case) and converts
-every value it can: a DOUBLE path_count 1.5 becomes the INTEGER 2, a DOUBLE pinned 0.5
-becomes true, a BLOB content becomes escaped text ('caf\\xC3\\xA9'), a LIST content its
-text; and a value it cannot convert fails with a message that names no field. The Python
-entry points refuse all of these by field. So pack_context() and rms_store() check the
-type DuckDB reports (typeof(), one text per query) here first, and name the field, its
-type and the fix; values are still checked one by one in Python after the cast.
+every value it can: a DOUBLE pinned 0.5 becomes true, a BLOB content becomes escaped text
+('caf\\xC3\\xA9'), a LIST content its text, a number id its digits; and a value it cannot
+convert ('high' as a score) fails with a message that names no field. The Python entry
+points refuse these by field. So pack_context() and rms_store() check the type DuckDB
+reports (typeof(), one text per query) here first, and name the field, its type and the
+fix; values are still checked one by one in Python after the cast.
+
+Types whose cast keeps the value pass: numbers and UUIDs as ids (their text), UUIDs and
+JSON as text, any number for a score. One lossy cast passes too, because refusing it
+would refuse common SQL (ceil() and avg() return DOUBLE): a fractional DOUBLE or DECIMAL
+whole field (path_count 1.5) is rounded by DuckDB, where Python refuses it.
 """
 
 from __future__ import annotations
@@ -25,16 +30,15 @@ _NULL = '"NULL"'
 
 # kind -> (what the field must be, how to pass it)
 _KINDS = {
-    "text": ("VARCHAR text", "pass VARCHAR (a BLOB of UTF-8: decode(x); a list: "
-                             "array_to_string(x, ' '))"),
-    "id": ("VARCHAR or UUID", "pass CAST(x AS VARCHAR)"),
+    "text": ("text (VARCHAR, ENUM, UUID or JSON)", "pass VARCHAR (a BLOB of UTF-8: "
+                                                    "decode(x); a list: array_to_string(x, ' '))"),
+    "id": ("VARCHAR, UUID or a whole number", "pass CAST(x AS VARCHAR)"),
     "number": ("a number", "pass a DOUBLE, for example CAST(x AS DOUBLE)"),
-    "whole": ("a whole number type", "pass an INTEGER, for example CAST(round(x) AS INTEGER) "
-                                     "if rounding is meant"),
+    "whole": ("a number", "pass an INTEGER, for example CAST(round(x) AS INTEGER)"),
     "boolean": ("a BOOLEAN", "pass a BOOLEAN, for example x > 0 AS pinned"),
     "time": ("a TIMESTAMPTZ, TIMESTAMP, DATE or ISO text", "pass CAST(x AS TIMESTAMPTZ)"),
-    "texts": ("a VARCHAR[] list", "pass a VARCHAR[] list, for example [x] or list(x)"),
-    "ids": ("a VARCHAR[] or UUID[] list", "pass a VARCHAR[] list of node ids"),
+    "texts": ("a list of text", "pass a VARCHAR[] list, for example [x] or list(x)"),
+    "ids": ("a list of ids", "pass a VARCHAR[] list of node ids"),
     "structured": ("VARCHAR or JSON text", "pass JSON text, for example to_json(x)"),
 }
 _FIELDS = {
@@ -77,14 +81,10 @@ def _problem(type_text: str) -> tuple[str, str, str] | None:
 
 def _allowed(kind: str, given: str) -> bool:
     if kind in ("text", "structured", "id"):
-        return (given == "VARCHAR" or given.startswith("ENUM(")
-                or (kind == "id" and given == "UUID")
-                or (kind == "structured" and given == "JSON"))
-    if kind == "number":
+        return (given in ("VARCHAR", "UUID", "JSON") or given.startswith("ENUM(")
+                or (kind == "id" and given in _INTEGERS))
+    if kind in ("number", "whole"):
         return given in _INTEGERS or given in _FLOATS or _DECIMAL.fullmatch(given) is not None
-    if kind == "whole":
-        decimal = _DECIMAL.fullmatch(given)
-        return given in _INTEGERS or (decimal is not None and decimal.group(2) == "0")
     if kind == "boolean":
         return given == "BOOLEAN"
     if kind == "time":
