@@ -63,21 +63,20 @@ CREATE OR REPLACE TEMP MACRO rms_token_estimate(text) AS rms_token_estimate_udf(
     (text, ratio_or_encoding) AS rms_token_estimate_udf(text, CAST(ratio_or_encoding AS VARCHAR));
 COMMENT ON MACRO rms_token_estimate IS 'rms_token_estimate(text [, chars_per_token or encoding]): Method 2 estimate, per-script ratios (of o200k_base unless an encoding is named)';
 
--- rms_replay: re-pack each receipt's stored inputs and compare the bytes (context_sha256);
+-- rms_replay: re-pack each receipt's stored inputs and compare the bytes (context_sha256,
+-- and the stored context's), the decisions, the tokenizer and every other receipt field;
 -- changed_nodes lists candidates whose rms_nodes.content no longer hashes as recorded
 CREATE OR REPLACE TEMP MACRO rms_replay(rid := NULL) AS TABLE
     WITH picked AS (
         SELECT r.receipt_id, r.bundle_id, r.chain_namespace, r.seq,
                CASE WHEN json_valid(r.receipt) THEN r.receipt END AS j,
-               CAST(b.inputs AS VARCHAR) AS inputs
+               CAST(b.inputs AS VARCHAR) AS inputs, sha256(b.context) AS stored_sha256
         FROM rms_receipts AS r LEFT JOIN rms_bundles AS b ON b.bundle_id = r.bundle_id
         WHERE rid IS NULL OR r.receipt_id = rms_receipt_id(rid)
     ),
     replayed AS (
         SELECT p.*, coalesce(json_extract_string(p.j, '$.context_sha256'), '?') AS recorded_sha256,
-               rms_replay_udf(p.inputs, CAST(json_extract(p.j, '$.budget') AS VARCHAR),
-                              CAST(json_extract(p.j, '$.config') AS VARCHAR),
-                              CAST(json_extract(p.j, '$.receipt_version') AS VARCHAR)) AS out
+               rms_replay_udf(p.inputs, p.j) AS out
         FROM picked AS p
     ),
     changed AS (
@@ -89,15 +88,23 @@ CREATE OR REPLACE TEMP MACRO rms_replay(rid := NULL) AS TABLE
     )
     SELECT x.receipt_id, x.bundle_id, x.chain_namespace, x.seq, x.recorded_sha256,
            struct_extract(x.out, 'context_sha256') AS replayed_sha256,
-           coalesce(struct_extract(x.out, 'context_sha256') = x.recorded_sha256, false)
-               AS identical,
+           coalesce(struct_extract(x.out, 'context_sha256') = x.recorded_sha256
+                    AND x.stored_sha256 = x.recorded_sha256, false) AS identical,
+           coalesce(struct_extract(x.out, 'same_decisions'), false) AS same_decisions,
+           coalesce(struct_extract(x.out, 'encoding_changed'), false) AS encoding_changed,
+           coalesce(struct_extract(x.out, 'differing_fields'), []) AS differing_fields,
            coalesce(sha256(x.inputs) = json_extract_string(x.j, '$.inputs_sha256'), false)
                AS inputs_intact,
            coalesce(c.changed_nodes, []) AS changed_nodes,
-           struct_extract(x.out, 'error') AS error
+           struct_extract(x.out, 'error') AS error,
+           coalesce(struct_extract(x.out, 'context_sha256') = x.recorded_sha256
+                    AND x.stored_sha256 = x.recorded_sha256
+                    AND struct_extract(x.out, 'same_decisions')
+                    AND NOT struct_extract(x.out, 'encoding_changed')
+                    AND len(struct_extract(x.out, 'differing_fields')) = 0, false) AS reproduced
     FROM replayed AS x LEFT JOIN changed AS c ON c.receipt_id = x.receipt_id
     ORDER BY x.chain_namespace, x.seq;
-COMMENT ON MACRO TABLE rms_replay IS 'rms_replay(rid := NULL): per receipt (all when NULL): recorded vs replayed context_sha256, identical, inputs_intact, changed_nodes, error';
+COMMENT ON MACRO TABLE rms_replay IS 'rms_replay(rid := NULL): per receipt (all when NULL): recorded vs replayed context_sha256, identical (receipt digest and stored context), same_decisions, encoding_changed, differing_fields, inputs_intact, changed_nodes, error, reproduced (all agree)';
 
 -- rms_store: pack and store in one call, from SQL: the bundle row and its sealed receipt are
 -- committed in their own transaction (as rms_duck.pack does); returns the receipt_id

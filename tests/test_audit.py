@@ -133,10 +133,13 @@ def test_replay_refuses_malformed_receipts(stored):
     with pytest.raises(ReceiptError, match="is not valid JSON.*verify_receipts"):
         rms_duck.replay(con, rid)
     [(error,)] = con.execute("SELECT error FROM rms_replay()").fetchall()
-    assert error.startswith("ReceiptError: the receipt has no 'budget' field")
+    assert error.startswith("ReceiptError: the receipt is not valid JSON")
     con.execute("UPDATE rms_receipts SET receipt = '[1, 2]'")
     with pytest.raises(ReceiptError, match="must be a JSON object, got '\\[1, 2\\]'"):
         rms_duck.replay(con, rid)
+    [(error,)] = con.execute("SELECT error FROM rms_replay()").fetchall()
+    assert error == ("ReceiptError: the receipt must be a JSON object, got '[1, 2]'; restore "
+                     "it from a backup")
 
 
 def test_sql_replay_names_an_unknown_id(stored):
@@ -157,15 +160,20 @@ def test_repack_errors_name_the_value_and_the_fix(inputs, budget, message):
 
 
 def test_replay_udf_reports_bad_rows_instead_of_failing(con):
+    receipt = json.dumps({"budget": 200, "receipt_version": 2, "candidates": [],
+                          "encoding": {"name": "cl100k_base", "sha256": "0" * 64}})
     rows = con.execute(
-        "SELECT rms_replay_udf(i, '200', NULL, '2') FROM (VALUES "
+        "SELECT rms_replay_udf(i, ?) FROM (VALUES "
         "('[{\"id\": \"x\", \"score\": 7, \"content\": \"c\"}]'), (NULL), "
-        "('[{\"id\": \"x\", \"score\": 0.5, \"content\": \"c\"}]')) t(i)").fetchall()
+        "('[{\"id\": \"x\", \"score\": 0.5, \"content\": \"c\"}]')) t(i)",
+        [receipt]).fetchall()
     first, second, third = (r[0] for r in rows)
     assert first["context_sha256"] is None
     assert first["error"].startswith("CandidateError: candidate #0 (id 'x'): field 'score'")
     assert second["error"] == "no stored inputs: the receipt's bundle row is missing"
     assert third["error"] is None and len(third["context_sha256"]) == 64
+    # The made-up receipt recorded no decisions and another tokenizer: both are reported.
+    assert third["same_decisions"] is False and third["encoding_changed"] is True
 
 
 # -- explain --------------------------------------------------------------------------------

@@ -65,8 +65,8 @@ def replay_all(con, data: Path, count: int) -> list:
         assert result.identical and result.same_decisions, rid
         assert result.reproduced, (rid, result.differing_fields)
     assert summarise(con, with_replay=True).ok  # what `rms-duck audit --replay` reports
-    assert con.execute("SELECT identical, error FROM rms_replay()").fetchall() == \
-        [(True, None)] * count
+    assert con.execute("SELECT identical, error, reproduced FROM rms_replay()").fetchall() == \
+        [(True, None, True)] * count
     return results
 
 

@@ -172,6 +172,11 @@ def test_audit_replay_fails_on_any_replay_difference(tmp_path, capsys, edit):
     con.execute("UPDATE rms_chain_heads SET receipt_sha256 = ?", [sha256_text(text)])
     result = rms_duck.replay(con, rid)
     assert result.identical and not result.reproduced
+    # SQL's rms_replay() says the same (it had only `identical`, audit review F7).
+    assert con.execute("SELECT identical, same_decisions, encoding_changed, differing_fields, "
+                       "reproduced FROM rms_replay()").fetchall() == [
+        (True, result.same_decisions, result.encoding_changed,
+         list(result.differing_fields), False)]
     assert (not result.same_decisions or result.encoding_changed
             or result.differing_fields == ("conflicts", "flags", "metrics", "tokens_used"))
     assert not summarise(con, with_replay=True).ok
@@ -193,6 +198,8 @@ def test_replay_compares_the_stored_context_too(tmp_path):
     con.execute("UPDATE rms_bundles SET context = context || '!'")
     result = rms_duck.replay(con, rid)
     assert result.replayed_sha256 == result.recorded_sha256 and not result.identical
+    assert con.execute("SELECT identical, reproduced FROM rms_replay()").fetchall() == [
+        (False, False)]
     con.close()
 
 

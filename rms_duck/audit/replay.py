@@ -20,9 +20,8 @@ import duckdb
 from ..bundle import MemoryBundle
 from ..duck.cursors import cursor
 from ..errors import ReceiptError
-from ..packing.repack import repack
+from ..packing.repack import check_receipt_body, compare_with_receipt, repack
 from ..receipts import sha256_text
-from ..tokens.encodings import encoding_source
 from .ids import resolve_receipt_id
 
 
@@ -88,29 +87,13 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         body, bundle_id, inputs, stored_sha256 = _load(cur, rid)
-        candidates = body.get("candidates") or []
-        if not isinstance(candidates, list) or not all(
-                isinstance(c, dict) and isinstance(c.get("id"), str)
-                and isinstance(c.get("content_sha256"), str) for c in candidates):
-            raise ReceiptError(f"receipt {rid}: field 'candidates' must be a list of decision "
-                               "objects with an 'id' and a 'content_sha256'; it was edited "
-                               "after it was written: restore it from a backup")
-        encoding = body.get("encoding")
-        if not isinstance(encoding, dict):
-            raise ReceiptError(f"receipt {rid}: field 'encoding' must be an object with the "
-                               f"encoding's name and sha256, got {encoding!r}; it was edited "
-                               "after it was written: restore it from a backup")
+        candidates = check_receipt_body(body, rid)
         recorded = _current_hashes(cur, [c["id"] for c in candidates])
     finally:
         cur.close()
-    version = body.get("receipt_version")
     bundle = repack(inputs, budget=body.get("budget"), config=body.get("config"),
-                    receipt_version=version)
-    again = json.loads(bundle.receipt)
-    replayed = again["candidates"]
-    if version == 1:  # version 1 rows had no provenance fields
-        replayed = [{k: v for k, v in row.items() if k not in ("source_type", "epistemic")}
-                    for row in replayed]
+                    receipt_version=body.get("receipt_version"))
+    comparison = compare_with_receipt(body, bundle)
     changed = tuple(sorted(c["id"] for c in candidates
                            if c["id"] in recorded and recorded[c["id"]] != c["content_sha256"]))
     missing = tuple(sorted(c["id"] for c in candidates if c["id"] not in recorded))
@@ -120,20 +103,11 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         untracked_tables=tuple(t for t in tables if t.split(".")[-1] not in TRACKED_TABLES),
         receipt_id=rid, bundle_id=bundle_id, recorded_sha256=body.get("context_sha256"),
         replayed_sha256=bundle.context_sha256,
-        same_decisions=replayed == candidates,
+        same_decisions=comparison.same_decisions,
         changed_nodes=changed, missing_nodes=missing,
-        encoding_changed=encoding.get("sha256") != encoding_source(bundle.config.encoding).sha256,
+        encoding_changed=comparison.encoding_changed,
         bundle=bundle, stored_sha256=stored_sha256,
-        differing_fields=tuple(sorted(key for key in again if key not in _COMPARED_APART
-                                      and body.get(key, _ABSENT) != again[key])))
-
-
-# Compared on their own (context_sha256, candidates, encoding), or inputs of the replay
-# itself (budget, config: a newer PackingConfig adds fields an older receipt lacks; the
-# receipt_version the replay emulates, while its body says the current one).
-_COMPARED_APART = frozenset({"context_sha256", "candidates", "encoding", "budget", "config",
-                             "receipt_version"})
-_ABSENT = object()
+        differing_fields=comparison.differing_fields)
 
 
 TRACKED_TABLES = frozenset({"rms_nodes"})

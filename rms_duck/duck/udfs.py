@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import ConfigError, RmsError, did_you_mean
+from ..errors import ConfigError, ReceiptError, RmsError, did_you_mean
 from ..packing.batches import pack_lists
-from ..packing.repack import repack
+from ..packing.repack import check_receipt_body, compare_with_receipt, repack
 from ..tokens.encodings import get_encoding, known_encodings
 from ..tokens.estimate import estimate_tokens
 from .candidatetype import check_candidate_type
@@ -103,35 +103,50 @@ def stem_udf(words: pa.ChunkedArray, languages: pa.ChunkedArray) -> pa.Array:
                     type=pa.string())
 
 
-REPLAY_ARROW_TYPE = pa.struct([("context_sha256", pa.string()), ("error", pa.string())])
+REPLAY_ARROW_TYPE = pa.struct([
+    ("context_sha256", pa.string()), ("error", pa.string()), ("same_decisions", pa.bool_()),
+    ("encoding_changed", pa.bool_()), ("differing_fields", pa.list_(pa.string()))])
+REPLAY_SQL_TYPE = ("STRUCT(context_sha256 VARCHAR, error VARCHAR, same_decisions BOOLEAN, "
+                   "encoding_changed BOOLEAN, differing_fields VARCHAR[])")
 
 
-def replay_udf(inputs: pa.ChunkedArray, budgets: pa.ChunkedArray,
-               configs: pa.ChunkedArray, versions: pa.ChunkedArray) -> pa.Array:
-    """Re-pack stored inputs: the replayed context_sha256, or why it could not be replayed.
+def replay_udf(inputs: pa.ChunkedArray, receipts: pa.ChunkedArray) -> pa.Array:
+    """Re-pack each receipt's stored inputs: the replayed context_sha256 and how the rest of
+    the replayed receipt agrees with the recorded one (packing/repack.py, as Python's
+    replay compares), or why it could not be replayed.
 
     A bad row reports its error instead of failing the query, so rms_replay() over every
     receipt still lists the others.
     """
-    out = []
-    for rows, budget, config, version in zip(inputs.to_pylist(), budgets.to_pylist(),
-                                             configs.to_pylist(), versions.to_pylist(),
-                                             strict=False):
+    out: list[dict[str, object]] = []
+    for rows, receipt in zip(inputs.to_pylist(), receipts.to_pylist(), strict=False):
+        failed: dict[str, object] = {"context_sha256": None, "same_decisions": None, "encoding_changed": None,
+                  "differing_fields": None}
         if rows is None:
-            out.append({"context_sha256": None,
+            out.append({**failed,
                         "error": "no stored inputs: the receipt's bundle row is missing"})
             continue
         try:
-            # The budget and version arrive as their JSON text, so 300.4 or true stays what
-            # the receipt says (a cast would make them 300 and 1) and repack() refuses it as
-            # Python's replay does.
-            bundle = repack(rows, budget=None if budget is None else json.loads(budget),
-                            config=config,
-                            receipt_version=None if version is None else json.loads(version))
+            if receipt is None:  # rms_replay() passes NULL for text that is not JSON
+                raise ReceiptError("the receipt is not valid JSON; it was edited after it was "
+                                   "written: run rms_verify_receipts() and restore it")
+            body = json.loads(receipt)
+            if not isinstance(body, dict):
+                raise ReceiptError(f"the receipt must be a JSON object, got {receipt[:60]!r}; "
+                                   "restore it from a backup")
+            check_receipt_body(body, "this receipt")
+            # The budget and version stay what the receipt says (300.4 or true too), so
+            # repack() refuses an edited one as Python's replay does.
+            bundle = repack(rows, budget=body.get("budget"), config=body.get("config"),
+                            receipt_version=body.get("receipt_version"))
+            comparison = compare_with_receipt(body, bundle)
         except RmsError as exc:
-            out.append({"context_sha256": None, "error": f"{type(exc).__name__}: {exc}"})
+            out.append({**failed, "error": f"{type(exc).__name__}: {exc}"})
         else:
-            out.append({"context_sha256": bundle.context_sha256, "error": None})
+            out.append({"context_sha256": bundle.context_sha256, "error": None,
+                        "same_decisions": comparison.same_decisions,
+                        "encoding_changed": comparison.encoding_changed,
+                        "differing_fields": list(comparison.differing_fields)})
     return pa.array(out, type=REPLAY_ARROW_TYPE)
 
 
@@ -150,6 +165,5 @@ UDFS = (
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_stem_udf", stem_udf, ("VARCHAR", "VARCHAR"), "VARCHAR"),
-    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"),
-        "STRUCT(context_sha256 VARCHAR, error VARCHAR)"),
+    Udf("rms_replay_udf", replay_udf, ("VARCHAR", "VARCHAR"), REPLAY_SQL_TYPE),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..bundle import MemoryBundle
@@ -15,6 +16,7 @@ from ..config import parse_config
 from ..errors import ReceiptError
 from ..formats.legacy import LEGACY
 from ..tokens.counter import LineCounter
+from ..tokens.encodings import encoding_source
 from .compat import packing_of
 from .pipeline import pack_candidates
 
@@ -68,6 +70,56 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
     counter = LineCounter(parse_config(config).encoding, shared=False)
     with packing_of(receipt_version):
         return pack_candidates(rows, budget=budget, config=config, counter=counter)
+
+
+def check_receipt_body(body: Mapping[str, Any], rid: str) -> list[dict[str, Any]]:
+    """The receipt's decisions, once its candidates and encoding have the recorded shape;
+    a ReceiptError naming the field otherwise (an edit, never a pack)."""
+    candidates = body.get("candidates") or []
+    if not isinstance(candidates, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("id"), str)
+            and isinstance(c.get("content_sha256"), str) for c in candidates):
+        raise ReceiptError(f"receipt {rid}: field 'candidates' must be a list of decision "
+                           "objects with an 'id' and a 'content_sha256'; it was edited "
+                           "after it was written: restore it from a backup")
+    encoding = body.get("encoding")
+    if not isinstance(encoding, dict):
+        raise ReceiptError(f"receipt {rid}: field 'encoding' must be an object with the "
+                           f"encoding's name and sha256, got {encoding!r}; it was edited "
+                           "after it was written: restore it from a backup")
+    return candidates
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """How a re-packed bundle's receipt agrees with the recorded one, beyond its context."""
+
+    same_decisions: bool
+    encoding_changed: bool
+    differing_fields: tuple[str, ...]  # other receipt fields whose value differs
+
+
+def compare_with_receipt(body: Mapping[str, Any], bundle: MemoryBundle) -> Comparison:
+    """Compare a checked receipt body (check_receipt_body) with its replay's receipt."""
+    again = json.loads(bundle.receipt)
+    replayed = again["candidates"]
+    if body.get("receipt_version") == 1:  # version 1 rows had no provenance fields
+        replayed = [{k: v for k, v in row.items() if k not in ("source_type", "epistemic")}
+                    for row in replayed]
+    return Comparison(
+        same_decisions=replayed == body.get("candidates"),
+        encoding_changed=(body["encoding"].get("sha256")
+                          != encoding_source(bundle.config.encoding).sha256),
+        differing_fields=tuple(sorted(key for key in again if key not in _COMPARED_APART
+                                      and body.get(key, _ABSENT) != again[key])))
+
+
+# Compared on their own (context_sha256, candidates, encoding), or inputs of the replay
+# itself (budget, config: a newer PackingConfig adds fields an older receipt lacks; the
+# receipt_version the replay emulates, while its body says the current one).
+_COMPARED_APART = frozenset({"context_sha256", "candidates", "encoding", "budget", "config",
+                             "receipt_version"})
+_ABSENT = object()
 
 
 def _clip(text: object, limit: int = 60) -> str:
