@@ -99,6 +99,7 @@ CREATE OR REPLACE TEMP MACRO rms_replay(rid := NULL) AS TABLE
            struct_extract(x.out, 'error') AS error,
            coalesce(struct_extract(x.out, 'context_sha256') = x.recorded_sha256
                     AND x.stored_sha256 = x.recorded_sha256
+                    AND sha256(x.inputs) = json_extract_string(x.j, '$.inputs_sha256')
                     AND struct_extract(x.out, 'same_decisions')
                     AND NOT struct_extract(x.out, 'encoding_changed')
                     AND len(struct_extract(x.out, 'differing_fields')) = 0, false) AS reproduced

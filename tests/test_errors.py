@@ -256,6 +256,8 @@ SQL_FIELD_CASES = [
     # The cast matches names without regard to case, and so does the check.
     ("'maybe' AS \"PINNED\"", "'PINNED' has type VARCHAR, but it must be a BOOLEAN", "x > 0"),
     ("true AS \"Content\"", "'Content' has type BOOLEAN, but it must be text", "decode(x)"),
+    ("7 AS content", "'content' has type INTEGER, but it must be text", "decode(x)"),
+    ("['a'] AS structured_value", "'structured_value' has type VARCHAR[]", "to_json(x)"),
     ("[true] AS evidence_ids", "'evidence_ids' has type BOOLEAN[], but it must be a list of "
      "ids", "VARCHAR[] list of node ids"),
     ("{'a': 1} AS paths", "'paths' has type STRUCT(a INTEGER), but it must be a list of text",
@@ -291,6 +293,8 @@ def test_sql_candidate_fields_of_a_type_the_cast_would_change_are_named(shared_c
     # Lossless casts (diff review: refusing them broke the dbt example's INTEGER ids).
     "7 AS id", "12::HUGEINT AS id", "uuid() AS session_id", "[uuid()] AS paths",
     "to_json('x') AS content", "3.0::DOUBLE AS path_count", "ceil(2.2) AS path_count",
+    "7 AS session_id", "7 AS speaker", "7 AS namespace_id", "[1, 2] AS paths",
+    "7 AS structured_value", "[1, 2] AS structured_value", "[1] AS evidence_ids",
 ])
 def test_sql_candidate_fields_of_castable_types_still_pack(shared_con, extra):
     name = extra.rsplit(" AS ", 1)[1]

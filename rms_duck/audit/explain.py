@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import cursor
+from ..duck.cursors import audit_cursor
 from ..duck.shipped import with_views
 from ..errors import ReceiptError
 from .ids import resolve_receipt_id
@@ -30,7 +30,7 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
     Raises:
         ReceiptError: the id is not a UUID or names no stored receipt.
     """
-    cur = cursor(con)
+    cur = audit_cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         rows = cur.sql(with_views(

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import cursor
+from ..duck.cursors import audit_cursor
 from ..errors import ReceiptError
 from ..receipts import sha256_text
 
@@ -28,7 +28,7 @@ def export_heads(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     receipt_id, receipt_sha256}]}, sorted by chain. The digest is computed here from the
     receipt text, not read from the receipt_sha256 column. Reads only.
     """
-    cur = cursor(con)
+    cur = audit_cursor(con)
     try:
         rows = cur.execute(
             "SELECT chain_namespace, seq, CAST(receipt_id AS VARCHAR), receipt "

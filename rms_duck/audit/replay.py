@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from ..bundle import MemoryBundle
-from ..duck.cursors import cursor
+from ..duck.cursors import audit_cursor
 from ..errors import ReceiptError
 from ..packing.repack import check_receipt_body, compare_with_receipt, repack
 from ..receipts import sha256_text
@@ -83,11 +83,11 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         ReceiptError: unknown id, a malformed receipt, a missing bundle, or stored inputs
             that no longer match the receipt's inputs_sha256.
     """
-    cur = cursor(con)
+    cur = audit_cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
         body, bundle_id, inputs, stored_sha256 = _load(cur, rid)
-        candidates = check_receipt_body(body, rid)
+        candidates = check_receipt_body(body, f"receipt {rid}")
         recorded = _current_hashes(cur, [c["id"] for c in candidates])
     finally:
         cur.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import cursor
+from ..duck.cursors import audit_cursor
 from ..duck.shipped import AUDIT_TABLES, with_views
 from ..errors import RmsError
 from .linecheck import LineCostCheck, check_line_costs
@@ -82,7 +82,7 @@ def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False,
         return AuditSummary(bundles=0, sessions=0, tokens_used=0, budget=0, chains={},
                             flags={}, exclusions={}, query_shapes=[], session_metrics=[],
                             problems=problems, replays=[] if with_replay else None)
-    cur = cursor(con)
+    cur = audit_cursor(con)
     try:
         bundles, sessions, used, budget = cur.execute(
             "SELECT count(*), count(DISTINCT session_id), coalesce(sum(tokens_used), 0), "

@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import cursor
+from ..duck.cursors import audit_cursor
 from ..duck.shipped import object_problems, view_query
 from ..errors import ReceiptError
 
@@ -85,7 +85,7 @@ def verify_receipts(con: duckdb.DuckDBPyConnection, *,
     Raises:
         ReceiptError: the receipt checks failed to run (a damaged table).
     """
-    cur = cursor(con)
+    cur = audit_cursor(con)
     try:
         problems = [ReceiptProblem(problem=p.problem, chain_namespace=None, seq=None,
                                    receipt_id=None, bundle_id=None, detail=p.detail,

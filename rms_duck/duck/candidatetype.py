@@ -8,8 +8,10 @@ points refuse these by field. So pack_context() and rms_store() check the type D
 reports (typeof(), one text per query) here first, and name the field, its type and the
 fix; values are still checked one by one in Python after the cast.
 
-Types whose cast keeps the value pass: numbers and UUIDs as ids (their text), UUIDs and
-JSON as text, any number for a score. One lossy cast passes too, because refusing it
+Types whose cast keeps the value pass, where the Python entry points take the same
+values: whole numbers as ids, speakers, namespaces and sessions (their digits), UUIDs and
+JSON as text, any number for a score, numbers and lists of numbers as a structured_value
+(their text is their JSON). One lossy cast passes too, because refusing it
 would refuse common SQL (ceil() and avg() return DOUBLE): a fractional DOUBLE or DECIMAL
 whole field (path_count 1.5) is rounded by DuckDB, where Python refuses it.
 """
@@ -33,6 +35,7 @@ _KINDS = {
     "text": ("text (VARCHAR, ENUM, UUID or JSON)", "pass VARCHAR (a BLOB of UTF-8: "
                                                     "decode(x); a list: array_to_string(x, ' '))"),
     "id": ("VARCHAR, UUID or a whole number", "pass CAST(x AS VARCHAR)"),
+    "label": ("text or a whole number", "pass CAST(x AS VARCHAR)"),
     "number": ("a number", "pass a DOUBLE, for example CAST(x AS DOUBLE)"),
     "whole": ("a number", "pass an INTEGER, for example CAST(round(x) AS INTEGER)"),
     "boolean": ("a BOOLEAN", "pass a BOOLEAN, for example x > 0 AS pinned"),
@@ -42,8 +45,8 @@ _KINDS = {
     "structured": ("VARCHAR or JSON text", "pass JSON text, for example to_json(x)"),
 }
 _FIELDS = {
-    "id": "id", "superseded_by": "id", "content": "text", "speaker": "text", "prose": "text",
-    "namespace_id": "text", "session_id": "text", "condition_state": "text", "type": "text",
+    "id": "id", "superseded_by": "id", "content": "text", "speaker": "label", "prose": "text",
+    "namespace_id": "label", "session_id": "label", "condition_state": "text", "type": "text",
     "epistemic_type": "text", "source_type": "text", "lifecycle_state": "text",
     "structured_value": "structured", "score": "number", "salience": "number",
     "confidence": "number", "path_count": "whole", "session_position": "whole",
@@ -80,9 +83,12 @@ def _problem(type_text: str) -> tuple[str, str, str] | None:
 
 
 def _allowed(kind: str, given: str) -> bool:
-    if kind in ("text", "structured", "id"):
+    if kind in ("text", "label", "structured", "id"):
+        # Whole numbers read as their digits where the Python entry points take them (ids,
+        # labels), not as a record's text.
         return (given in ("VARCHAR", "UUID", "JSON") or given.startswith("ENUM(")
-                or (kind == "id" and given in _INTEGERS))
+                or (kind != "text" and given in _INTEGERS)
+                or (kind == "structured" and (given in _FLOATS or _numbers_list(given))))
     if kind in ("number", "whole"):
         return given in _INTEGERS or given in _FLOATS or _DECIMAL.fullmatch(given) is not None
     if kind == "boolean":
@@ -93,7 +99,13 @@ def _allowed(kind: str, given: str) -> bool:
     if not _LIST_SUFFIX.search(given):
         return False
     inner = _LIST_SUFFIX.sub("", given, count=1)
-    return _allowed("id" if kind == "ids" else "text", inner) or inner == _NULL
+    return _allowed("id" if kind == "ids" else "label", inner) or inner == _NULL
+
+
+def _numbers_list(given: str) -> bool:
+    """A list of numbers, whose text ('[1, 2]') is the JSON of the list."""
+    inner = _LIST_SUFFIX.sub("", given, count=1)
+    return inner != given and (inner in _INTEGERS or inner in _FLOATS)
 
 
 def _struct_fields(body: str) -> list[tuple[str, str]]:

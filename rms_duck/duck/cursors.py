@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
+from ..errors import ReceiptError
 from .macros import install_temp_macros
 
 
@@ -22,37 +23,62 @@ def utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 def cursor(con: duckdb.DuckDBPyConnection, *, macros: bool = False) -> duckdb.DuckDBPyConnection:
     """A cursor for this thread, in UTC and comparing text byte for byte (a caller's
     `SET GLOBAL default_collation = 'nocase'` would make a verify miss case-only edits and
-    a chain lookup match the wrong namespace), in the database `con` reads (see _follow_use);
-    macros=True also creates the TEMP macros on it (a cursor does not see the connection's
-    TEMP macros; this costs tens of ms)."""
+    a chain lookup match the wrong namespace); macros=True also creates the TEMP macros on
+    it (a cursor does not see the connection's TEMP macros; this costs tens of ms).
+
+    A cursor reads the connection's default database, whatever `USE` chose on `con`:
+    asking `con` would end a result its caller is still reading, fail inside a UDF running
+    on it, and race threads sharing it. So packs store in, and audits read, the database
+    connected to (audit_cursor refuses when that leaves an attached store unread)."""
     cur = utc(con.cursor())
     cur.execute("SET SESSION default_collation = 'binary'")
-    _follow_use(con, cur)
     return install_macros(cur) if macros else cur
 
 
-def _follow_use(con: duckdb.DuckDBPyConnection, cur: duckdb.DuckDBPyConnection) -> None:
-    """A cursor starts in the default database. After `ATTACH ...; USE` on `con`, packing,
-    storing and every audit must use the database `con` uses, or a verify checks an empty
-    database and passes. Only `con` knows which that is, and asking it ends any result the
-    caller is still reading on it; so it is asked only when another database is attached,
-    the one case where the answer can differ. A chosen database without rms_duck's tables
-    (data attached to rank from) is not followed: the store stays where connect() made it.
-    """
-    (attached,), = cur.execute(
-        "SELECT count(*) FROM duckdb_databases() WHERE NOT internal").fetchall()
-    if attached <= 1:
+def audit_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """cursor(con) for an audit, refusing to check an empty default database while an
+    ATTACHed one holds receipts: after `ATTACH ... AS audited; USE audited` a verify would
+    otherwise check the empty one and pass."""
+    cur = cursor(con)
+    try:
+        _refuse_unread_store(cur)
+    except BaseException:
+        cur.close()
+        raise
+    return cur
+
+
+def _refuse_unread_store(cur: duckdb.DuckDBPyConnection) -> None:
+    databases = [name for (name,) in cur.execute(
+        "SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall()]
+    if len(databases) <= 1:
         return
-    where = con.execute("SELECT current_database(), current_schema()").fetchall()[0]
-    if cur.execute("SELECT current_database(), current_schema()").fetchall()[0] == where:
+    stores = {db: n for db, n in _receipt_counts(cur, databases).items() if n is not None}
+    (here,), = cur.execute("SELECT current_database()").fetchall()
+    if stores.get(here):
         return
-    (holds_store,), = cur.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND schema_name = ? "
-        "AND lower(table_name) = 'rms_receipts'", list(where)).fetchall()
-    if holds_store:
-        cur.execute(f"USE {_quoted(where[0])}.{_quoted(where[1])}")
+    elsewhere = {db: n for db, n in stores.items() if db != here and n}
+    if elsewhere:
+        listed = ", ".join(f"{db!r} ({n})" for db, n in sorted(elsewhere.items()))
+        raise ReceiptError(
+            f"rms_duck's audits read this connection's default database {here!r}, which holds "
+            f"no receipts, while attached databases hold some: {listed}; a cursor cannot "
+            "follow USE. Audit that file on a connection of its own, for example "
+            "rms_duck.verify_receipts(duckdb.connect(path, read_only=True))")
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
+def _receipt_counts(cur: duckdb.DuckDBPyConnection, databases: list[str]) -> dict[str, int | None]:
+    """Receipts stored per database (None: it has no rms_receipts table)."""
+    with_table = {db for (db,) in cur.execute(
+        "SELECT database_name FROM duckdb_tables() WHERE schema_name = 'main' "
+        "AND lower(table_name) = 'rms_receipts'").fetchall()}
+    out: dict[str, int | None] = {}
+    for db in databases:
+        if db in with_table:
+            quoted = '"' + db.replace('"', '""') + '"'
+            (count,), = cur.execute(
+                f"SELECT count(*) FROM {quoted}.main.rms_receipts").fetchall()
+            out[db] = count
+        else:
+            out[db] = None
+    return out

@@ -120,8 +120,8 @@ def replay_udf(inputs: pa.ChunkedArray, receipts: pa.ChunkedArray) -> pa.Array:
     """
     out: list[dict[str, object]] = []
     for rows, receipt in zip(inputs.to_pylist(), receipts.to_pylist(), strict=False):
-        failed: dict[str, object] = {"context_sha256": None, "same_decisions": None, "encoding_changed": None,
-                  "differing_fields": None}
+        failed: dict[str, object] = {"context_sha256": None, "same_decisions": None,
+                                     "encoding_changed": None, "differing_fields": None}
         if rows is None:
             out.append({**failed,
                         "error": "no stored inputs: the receipt's bundle row is missing"})
@@ -134,7 +134,7 @@ def replay_udf(inputs: pa.ChunkedArray, receipts: pa.ChunkedArray) -> pa.Array:
             if not isinstance(body, dict):
                 raise ReceiptError(f"the receipt must be a JSON object, got {receipt[:60]!r}; "
                                    "restore it from a backup")
-            check_receipt_body(body, "this receipt")
+            check_receipt_body(body, "the receipt")
             # The budget and version stay what the receipt says (300.4 or true too), so
             # repack() refuses an edited one as Python's replay does.
             bundle = repack(rows, budget=body.get("budget"), config=body.get("config"),

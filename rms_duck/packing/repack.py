@@ -72,19 +72,20 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
         return pack_candidates(rows, budget=budget, config=config, counter=counter)
 
 
-def check_receipt_body(body: Mapping[str, Any], rid: str) -> list[dict[str, Any]]:
+def check_receipt_body(body: Mapping[str, Any], who: str) -> list[dict[str, Any]]:
     """The receipt's decisions, once its candidates and encoding have the recorded shape;
-    a ReceiptError naming the field otherwise (an edit, never a pack)."""
+    a ReceiptError naming the field otherwise (an edit, never a pack). `who` names the
+    receipt in the message ("receipt <id>")."""
     candidates = body.get("candidates") or []
     if not isinstance(candidates, list) or not all(
             isinstance(c, dict) and isinstance(c.get("id"), str)
             and isinstance(c.get("content_sha256"), str) for c in candidates):
-        raise ReceiptError(f"receipt {rid}: field 'candidates' must be a list of decision "
+        raise ReceiptError(f"{who}: field 'candidates' must be a list of decision "
                            "objects with an 'id' and a 'content_sha256'; it was edited "
                            "after it was written: restore it from a backup")
     encoding = body.get("encoding")
     if not isinstance(encoding, dict):
-        raise ReceiptError(f"receipt {rid}: field 'encoding' must be an object with the "
+        raise ReceiptError(f"{who}: field 'encoding' must be an object with the "
                            f"encoding's name and sha256, got {encoding!r}; it was edited "
                            "after it was written: restore it from a backup")
     return candidates
