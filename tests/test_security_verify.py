@@ -341,12 +341,18 @@ def test_objects_in_another_case_are_compared_and_restored(tmp_path):
         con.close()
 
 
-def test_a_stored_macro_named_like_a_udf_in_another_case_is_dropped(tmp_path):
-    path = str(tmp_path / "udf.duckdb")
+def attacked(path: str, *statements: str) -> str:
+    """A new rms_duck database at `path`, then `statements` run on it by plain DuckDB."""
     rms_duck.connect(path).close()
     attacker = duckdb.connect(path)
-    attacker.execute("CREATE MACRO RMS_PACK_UDF(a, b, c) AS NULL")
+    for statement in statements:
+        attacker.execute(statement)
     attacker.close()
+    return path
+
+
+def test_a_stored_macro_named_like_a_udf_in_another_case_is_dropped(tmp_path):
+    path = attacked(str(tmp_path / "udf.duckdb"), "CREATE MACRO RMS_PACK_UDF(a, b, c) AS NULL")
     with pytest.warns(RmsWarning, match="dropped stored macros named like rms_duck's own "
                                         r"functions \(RMS_PACK_UDF\)"):
         con = rms_duck.connect(path)
@@ -360,11 +366,7 @@ def test_a_stored_macro_named_like_a_udf_in_another_case_is_dropped(tmp_path):
 def test_a_stored_macro_named_like_a_udf_is_reported_and_dropped(tmp_path):
     from rms_duck.errors import StoredObjectError
 
-    path = str(tmp_path / "udf.duckdb")
-    rms_duck.connect(path).close()
-    attacker = duckdb.connect(path)
-    attacker.execute("CREATE MACRO rms_pack_udf(a, b, c) AS NULL")
-    attacker.close()
+    path = attacked(str(tmp_path / "udf.duckdb"), "CREATE MACRO rms_pack_udf(a, b, c) AS NULL")
     audit = duckdb.connect(path, read_only=True)
     assert "STORED_OBJECT_UNKNOWN" in codes(rms_duck.verify_receipts(audit))
     audit.close()
