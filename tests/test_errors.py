@@ -258,6 +258,10 @@ SQL_FIELD_CASES = [
     ("true AS \"Content\"", "'Content' has type BOOLEAN, but it must be text", "decode(x)"),
     ("7 AS content", "'content' has type INTEGER, but it must be text", "decode(x)"),
     ("['a'] AS structured_value", "'structured_value' has type VARCHAR[]", "to_json(x)"),
+    # Last review F5/F6: Python stores a DECIMAL as a string and a FLOAT at full width.
+    ("1.5 AS structured_value", "'structured_value' has type DECIMAL(2,1), but it must be "
+     "JSON text, a whole number, a DOUBLE or a list of them", "to_json(x)"),
+    ("0.1::FLOAT AS structured_value", "'structured_value' has type FLOAT", "to_json(x)"),
     ("[true] AS evidence_ids", "'evidence_ids' has type BOOLEAN[], but it must be a list of "
      "ids", "VARCHAR[] list of node ids"),
     ("{'a': 1} AS paths", "'paths' has type STRUCT(a INTEGER), but it must be a list of text",
@@ -295,6 +299,7 @@ def test_sql_candidate_fields_of_a_type_the_cast_would_change_are_named(shared_c
     "to_json('x') AS content", "3.0::DOUBLE AS path_count", "ceil(2.2) AS path_count",
     "7 AS session_id", "7 AS speaker", "7 AS namespace_id", "[1, 2] AS paths",
     "7 AS structured_value", "[1, 2] AS structured_value", "[1] AS evidence_ids",
+    "1.5::DOUBLE AS structured_value", "[1.5::DOUBLE] AS structured_value",
 ])
 def test_sql_candidate_fields_of_castable_types_still_pack(shared_con, extra):
     name = extra.rsplit(" AS ", 1)[1]

@@ -452,14 +452,16 @@ def test_audits_refuse_an_empty_default_database_beside_an_attached_store(tmp_pa
     try:
         message = (r"rms_duck's audits read this connection's default database 'memory', "
                    r"which holds no receipts, while attached databases hold some: "
-                   r"'audited' \(1\); a cursor cannot follow USE")
+                   r"'audited' \(1\); an audit reads the database the connection was "
+                   r"opened on, whatever ATTACH or USE did since\. To audit an attached "
+                   r"file, DETACH it")
         for audit in (rms_duck.verify_receipts, rms_duck.export_heads,
                       lambda c: rms_duck.replay(c, rid), summarise):
             with pytest.raises(ReceiptError, match=message):
                 audit(auditor)
     finally:
         auditor.close()
-    direct = duckdb.connect(path, read_only=True)  # what the message says to do
+    direct = duckdb.connect(path, read_only=True)  # what the message says to do, detached
     try:
         assert [p.problem for p in rms_duck.verify_receipts(direct)] == ["CONTEXT_MISMATCH"]
     finally:
@@ -491,6 +493,28 @@ def test_packs_and_audits_use_the_database_connected_to_beside_attached_ones(tmp
         rms_duck.pack(con, table(2), budget=300)
         rms_duck.verify_receipts(con)
         assert len(pending.fetchmany(10)) == 10  # the caller's open result is untouched
+    finally:
+        con.close()
+
+
+def test_register_after_use_of_another_database_is_refused(tmp_path):
+    """Last review F1: register() after ATTACH ...; USE installed the schema in the chosen
+    database, while packs store in the one connected to: a raw CatalogException."""
+    from rms_duck.errors import StoredObjectError
+
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{tmp_path / 'f.duckdb'}' AS f")
+        con.execute("USE f")
+        with pytest.raises(StoredObjectError, match=r"rms_duck.register\(con\) after USE "
+                           r"'f': rms_duck stores bundles in, and audits, the database the "
+                           r"connection was opened on \('memory'\).*register before USE"):
+            rms_duck.register(con)
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE "
+                           "'rms_%'").fetchall() == [(0,)]  # nothing half-installed
+        con.execute("USE memory")
+        rms_duck.register(con)
+        assert rms_duck.pack(con, table(0), budget=300).receipt_id is not None
     finally:
         con.close()
 

@@ -10,8 +10,8 @@ fix; values are still checked one by one in Python after the cast.
 
 Types whose cast keeps the value pass, where the Python entry points take the same
 values: whole numbers as ids, speakers, namespaces and sessions (their digits), UUIDs and
-JSON as text, any number for a score, numbers and lists of numbers as a structured_value
-(their text is their JSON). One lossy cast passes too, because refusing it
+JSON as text, any number for a score, whole numbers and DOUBLEs (and lists of them) as a
+structured_value (their text is their JSON). One lossy cast passes too, because refusing it
 would refuse common SQL (ceil() and avg() return DOUBLE): a fractional DOUBLE or DECIMAL
 whole field (path_count 1.5) is rounded by DuckDB, where Python refuses it.
 """
@@ -42,7 +42,8 @@ _KINDS = {
     "time": ("a TIMESTAMPTZ, TIMESTAMP, DATE or ISO text", "pass CAST(x AS TIMESTAMPTZ)"),
     "texts": ("a list of text", "pass a VARCHAR[] list, for example [x] or list(x)"),
     "ids": ("a list of ids", "pass a VARCHAR[] list of node ids"),
-    "structured": ("VARCHAR or JSON text", "pass JSON text, for example to_json(x)"),
+    "structured": ("JSON text, a whole number, a DOUBLE or a list of them",
+                   "pass JSON text, for example to_json(x)"),
 }
 _FIELDS = {
     "id": "id", "superseded_by": "id", "content": "text", "speaker": "label", "prose": "text",
@@ -88,7 +89,7 @@ def _allowed(kind: str, given: str) -> bool:
         # labels), not as a record's text.
         return (given in ("VARCHAR", "UUID", "JSON") or given.startswith("ENUM(")
                 or (kind != "text" and given in _INTEGERS)
-                or (kind == "structured" and (given in _FLOATS or _numbers_list(given))))
+                or (kind == "structured" and (given == "DOUBLE" or _numbers_list(given))))
     if kind in ("number", "whole"):
         return given in _INTEGERS or given in _FLOATS or _DECIMAL.fullmatch(given) is not None
     if kind == "boolean":
@@ -103,9 +104,11 @@ def _allowed(kind: str, given: str) -> bool:
 
 
 def _numbers_list(given: str) -> bool:
-    """A list of numbers, whose text ('[1, 2]') is the JSON of the list."""
+    """A list of whole numbers or DOUBLEs, whose text ('[1, 2]') is the JSON of the list.
+    (A FLOAT prints shorter than the Python path's float, and Python stores a DECIMAL as a
+    string: both would store other inputs than the Python entry points.)"""
     inner = _LIST_SUFFIX.sub("", given, count=1)
-    return inner != given and (inner in _INTEGERS or inner in _FLOATS)
+    return inner != given and (inner in _INTEGERS or inner == "DOUBLE")
 
 
 def _struct_fields(body: str) -> list[tuple[str, str]]:

@@ -66,6 +66,7 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
     naming them (verification never reads them either way).
     """
     utc(con)
+    _refuse_a_used_database(con)
     read_only = _read_only(con)
     if not read_only:
         install_schema(con)
@@ -123,6 +124,24 @@ def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
             "them); run rms_duck.verify_receipts(con) to see whether receipts were edited too"),
             stacklevel=3)
     return restored
+
+
+def _refuse_a_used_database(con: duckdb.DuckDBPyConnection) -> None:
+    """Packs store in, and audits read, the database the connection was opened on (they run
+    on cursors, which start there); after `USE other`, register would install the schema in
+    `other`, where no pack would write."""
+    (used,), = con.execute("SELECT current_database()").fetchall()
+    cur = con.cursor()
+    try:
+        (default,), = cur.execute("SELECT current_database()").fetchall()
+    finally:
+        cur.close()
+    if used != default:
+        raise StoredObjectError(
+            f"rms_duck.register(con) after USE {used!r}: rms_duck stores bundles in, and "
+            f"audits, the database the connection was opened on ({default!r}), so the "
+            f"schema would go where no pack writes; register before USE, or open that file "
+            f"on a connection of its own: rms_duck.connect(path)")
 
 
 def _holds_rms_objects(con: duckdb.DuckDBPyConnection) -> bool:

@@ -62,9 +62,11 @@ def _refuse_unread_store(cur: duckdb.DuckDBPyConnection) -> None:
         listed = ", ".join(f"{db!r} ({n})" for db, n in sorted(elsewhere.items()))
         raise ReceiptError(
             f"rms_duck's audits read this connection's default database {here!r}, which holds "
-            f"no receipts, while attached databases hold some: {listed}; a cursor cannot "
-            "follow USE. Audit that file on a connection of its own, for example "
-            "rms_duck.verify_receipts(duckdb.connect(path, read_only=True))")
+            f"no receipts, while attached databases hold some: {listed}; an audit reads the "
+            "database the connection was opened on, whatever ATTACH or USE did since. To "
+            "audit an attached file, DETACH it and open it on a connection of its own, for "
+            "example rms_duck.verify_receipts(duckdb.connect(path, read_only=True)); to "
+            "audit the default database, DETACH the others")
 
 
 def _receipt_counts(cur: duckdb.DuckDBPyConnection, databases: list[str]) -> dict[str, int | None]:
