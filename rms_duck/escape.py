@@ -62,3 +62,9 @@ def canonical_json(value: Any) -> str:
 def utf8(text: str) -> bytes:
     """UTF-8 bytes, keeping lone surrogates hashable instead of raising."""
     return text.encode("utf-8", "surrogatepass")
+
+
+def sql_identifier(name: str) -> str:
+    """`name` as a double-quoted SQL identifier: names read from an audited file are never
+    spliced into SQL raw."""
+    return '"' + name.replace('"', '""') + '"'

@@ -11,7 +11,6 @@ plainly where edits would go unnoticed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ import duckdb
 from ..bundle import MemoryBundle
 from ..duck.cursors import audit_cursor
 from ..errors import ReceiptError
-from ..packing.repack import check_receipt_body, compare_with_receipt, repack
+from ..packing.repack import check_receipt_body, compare_with_receipt, parse_receipt, repack
 from ..receipts import sha256_text
 from .ids import resolve_receipt_id
 
@@ -137,16 +136,7 @@ def _load(cur: duckdb.DuckDBPyConnection,
         "SELECT r.receipt, CAST(r.bundle_id AS VARCHAR), CAST(b.inputs AS VARCHAR), "
         "b.context FROM rms_receipts AS r LEFT JOIN rms_bundles AS b "
         "ON b.bundle_id = r.bundle_id WHERE r.receipt_id = ?", [rid]).fetchall()[0]
-    try:
-        body = json.loads(receipt)
-    except json.JSONDecodeError as exc:
-        raise ReceiptError(
-            f"receipt {rid!r} is not valid JSON ({exc.msg} at position {exc.pos}); it was "
-            "edited after it was written: run rms_duck.verify_receipts(con) and restore it"
-        ) from None
-    if not isinstance(body, dict):
-        raise ReceiptError(f"receipt {rid!r} must be a JSON object, got {receipt[:60]!r}; "
-                           "restore it from a backup")
+    body = parse_receipt(receipt, f"receipt {rid!r}")
     if inputs is None:
         raise ReceiptError(
             f"receipt {rid!r} has no bundle: bundle_id {bundle_id!r} is not in rms_bundles, so "

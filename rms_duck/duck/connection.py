@@ -8,6 +8,7 @@ import warnings
 import duckdb
 
 from ..errors import DatabaseInUseError, DatabaseOpenError, RmsWarning, StoredObjectError
+from ..escape import sql_identifier
 from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
 from .shipped import object_problems, restore_objects
@@ -173,8 +174,8 @@ def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
             "rms_duck.connect(path) to drop them, or audit it with `rms-duck audit --db PATH`, "
             "which does not need them")
     for name, kind in blocking:
-        quoted = '"' + name.replace('"', '""') + '"'
-        con.execute(f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}IF EXISTS {quoted}")
+        table = "TABLE " if kind == "table_macro" else ""
+        con.execute(f"DROP MACRO {table}IF EXISTS {sql_identifier(name)}")
     warnings.warn(RmsWarning(
         f"dropped stored macros named like rms_duck's own functions ({listed}): someone with "
         "write access created them; run rms_duck.verify_receipts(con) to see whether receipts "

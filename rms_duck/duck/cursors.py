@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from ..errors import ReceiptError
+from ..escape import sql_identifier
 from .macros import install_temp_macros
 
 
@@ -77,9 +78,8 @@ def _receipt_counts(cur: duckdb.DuckDBPyConnection, databases: list[str]) -> dic
     out: dict[str, int | None] = {}
     for db in databases:
         if db in with_table:
-            quoted = '"' + db.replace('"', '""') + '"'
             (count,), = cur.execute(
-                f"SELECT count(*) FROM {quoted}.main.rms_receipts").fetchall()
+                f"SELECT count(*) FROM {sql_identifier(db)}.main.rms_receipts").fetchall()
             out[db] = count
         else:
             out[db] = None

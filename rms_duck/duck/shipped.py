@@ -16,6 +16,7 @@ from functools import cache
 
 import duckdb
 
+from ..escape import sql_identifier
 from .sqlfiles import read_sql
 
 # Files whose statements create the objects stored in a database, run in this order by
@@ -121,8 +122,7 @@ def _fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
             f"SELECT type_name FROM duckdb_types() WHERE {db} AND NOT internal "
             "AND lower(type_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
         # The name comes from the audited file: quote it as an identifier, never splice it raw.
-        quoted = '"' + name.replace('"', '""') + '"'
-        row = con.execute(f"SELECT typeof(CAST(NULL AS {quoted}))").fetchone()
+        row = con.execute(f"SELECT typeof(CAST(NULL AS {sql_identifier(name)}))").fetchone()
         out[name.lower()] = ("TYPE", row[0] if row else "")
     return out
 

@@ -7,16 +7,15 @@ Arrow array of the same length. Errors propagate as RmsError subclasses, so SQL 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import ConfigError, ReceiptError, RmsError, did_you_mean
+from ..errors import ConfigError, RmsError, did_you_mean
 from ..packing.batches import pack_lists
-from ..packing.repack import check_receipt_body, compare_with_receipt, repack
+from ..packing.repack import check_receipt_body, compare_with_receipt, parse_receipt, repack
 from ..tokens.encodings import get_encoding, known_encodings
 from ..tokens.estimate import estimate_tokens
 from .candidatetype import check_candidate_type
@@ -127,13 +126,7 @@ def replay_udf(inputs: pa.ChunkedArray, receipts: pa.ChunkedArray) -> pa.Array:
                         "error": "no stored inputs: the receipt's bundle row is missing"})
             continue
         try:
-            if receipt is None:  # rms_replay() passes NULL for text that is not JSON
-                raise ReceiptError("the receipt is not valid JSON; it was edited after it was "
-                                   "written: run rms_verify_receipts() and restore it")
-            body = json.loads(receipt)
-            if not isinstance(body, dict):
-                raise ReceiptError(f"the receipt must be a JSON object, got {receipt[:60]!r}; "
-                                   "restore it from a backup")
+            body = parse_receipt(receipt, "the receipt")
             check_receipt_body(body, "the receipt")
             # The budget and version stay what the receipt says (300.4 or true too), so
             # repack() refuses an edited one as Python's replay does.

@@ -72,6 +72,24 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
         return pack_candidates(rows, budget=budget, config=config, counter=counter)
 
 
+def parse_receipt(text: str | None, who: str) -> dict[str, Any]:
+    """A stored receipt's body, or a ReceiptError saying how it was damaged. `who` names
+    the receipt in the message ("receipt <id>")."""
+    try:
+        body = json.loads(text) if text is not None else None
+    except json.JSONDecodeError as exc:
+        raise ReceiptError(
+            f"{who} is not valid JSON ({exc.msg} at position {exc.pos}); it was edited after "
+            "it was written: run rms_duck.verify_receipts(con) and restore it") from None
+    if text is None:  # rms_replay() passes NULL for text that is not JSON
+        raise ReceiptError(f"{who} is not valid JSON; it was edited after it was written: "
+                           "run rms_verify_receipts() and restore it")
+    if not isinstance(body, dict):
+        raise ReceiptError(f"{who} must be a JSON object, got {text[:60]!r}; restore it from "
+                           "a backup")
+    return body
+
+
 def check_receipt_body(body: Mapping[str, Any], who: str) -> list[dict[str, Any]]:
     """The receipt's decisions, once its candidates and encoding have the recorded shape;
     a ReceiptError naming the field otherwise (an edit, never a pack). `who` names the
