@@ -3,6 +3,7 @@ and bulk packing in one statement: every path gives the exact counts and the sam
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from rms_duck.candidates import to_candidate
 from rms_duck.duck import udfs
+from rms_duck.duck.connection import connect
 from rms_duck.formats import FORMATS, RecordView
 from rms_duck.formats.base import clear_render_memos
 from rms_duck.packing import batches
@@ -148,3 +150,83 @@ def _chunked(values):
     import pyarrow as pa
 
     return pa.chunked_array([pa.array(values)])
+
+
+def _groups(n_bundles: int, per_bundle: int, new_from: int | None = None):
+    """n_bundles groups q of per_bundle notes; from group new_from on, notes of other text."""
+    import pyarrow as pa
+
+    def text(i: int) -> str:
+        shift = 10_000 if new_from is not None and i // per_bundle >= new_from else 0
+        return f"note {i + shift} about the project and the deadline of {i % 13}"
+
+    return pa.Table.from_pylist([
+        {"q": i // per_bundle, "id": f"n{i}", "score": (i % 97) / 97.0, "content": text(i)}
+        for i in range(n_bundles * per_bundle)])
+
+
+def test_a_slice_packed_before_skips_its_forecast_and_gives_the_same_bytes(monkeypatch, enc):
+    """The forecast probe: once a slice's first bundles find every line cached, the rest of
+    its forecast is skipped; the bundles are the same bytes as a cold pack's."""
+    monkeypatch.setattr(batches, "BATCH_THRESHOLD_CHARS", 0)  # forecast every slice
+    forecast = []
+    real = batches.likely_lines
+    monkeypatch.setattr(batches, "likely_lines", lambda *a: forecast.append(1) or real(*a))
+    probe = batches.FORECAST_PROBE
+    table = _groups(60, 5)
+    clear_line_cache()
+    clear_render_memos()
+    cold = batches.pack_batches(table, by="q", budget=160, processes=2)
+    assert len(forecast) == 1 + 60  # the probe stopped at the first unseen line
+    forecast.clear()
+    warm = batches.pack_batches(table, by="q", budget=160, processes=2)
+    assert len(forecast) == probe  # only the probe: the rest of the forecast was skipped
+    assert warm.equals(cold)
+    # A slice whose first bundles are known but whose others are new: those are costed on
+    # demand, and give the bytes a cold pack gives.
+    mixed = _groups(60, 5, new_from=probe)
+    clear_line_cache()
+    clear_render_memos()
+    expected = batches.pack_batches(mixed, by="q", budget=160, processes=1)
+    clear_line_cache()
+    clear_render_memos()
+    batches.pack_batches(table.slice(0, probe * 5), by="q", budget=160, processes=1)
+    forecast.clear()
+    got = batches.pack_batches(mixed, by="q", budget=160, processes=2)
+    assert len(forecast) == probe
+    assert got.equals(expected)
+    for context, used in zip(got.column("context").to_pylist(),
+                             got.column("tokens_used").to_pylist(), strict=True):
+        assert used == len(enc.encode_ordinary(context)) <= 160 - 100
+
+
+@pytest.mark.slow  # two GROUP BYs of 4,100 bundles
+def test_duckdb_threads_take_turns_to_pack_and_get_the_same_bundles(monkeypatch):
+    """A GROUP BY on two DuckDB threads runs one pack_context call at a time (the packer is
+    Python: two at once only took turns for the GIL, more slowly), with the same bytes."""
+    active, peak, lock = [0], [0], threading.Lock()
+    real = udfs.pack_lists
+
+    def watched(*args, **kwargs):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    monkeypatch.setattr(udfs, "pack_lists", watched)
+    sql = ("SELECT q, b.context, b.receipt FROM (SELECT q, pack_context(list({'id': id, "
+           "'score': score, 'content': content}), 200) AS b FROM c GROUP BY q) ORDER BY q")
+    out = []
+    for threads in (2, 1):
+        con = connect()
+        con.execute(f"SET threads = {threads}")
+        con.execute("CREATE TEMP TABLE c AS SELECT i // 2 AS q, i::VARCHAR AS id, "
+                    "0.5 AS score, 'note ' || i AS content FROM range(8200) t(i)")
+        out.append(con.execute(sql).fetchall())
+        con.close()
+    assert peak[0] == 1
+    assert out[0] == out[1]

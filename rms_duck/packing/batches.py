@@ -38,6 +38,9 @@ SLICE_BUNDLES = 512
 # Content characters in one slice above which its lines are costed in bulk, in parallel:
 # about 100K tokens, where a second process saves more than the hand-off costs.
 BATCH_THRESHOLD_CHARS = 400_000
+# Bundles whose forecast lines are looked up before a slice's whole forecast is made: when
+# the counter holds all of theirs, the slice was packed before and the forecast is skipped.
+FORECAST_PROBE = 16
 
 CANDIDATE_FIELDS = Candidate.__slots__
 
@@ -237,6 +240,10 @@ def _prepare(jobs: list[list[Any]], counters: dict[str, LineCounter],
     bulk = chars >= BATCH_THRESHOLD_CHARS and (processes or default_processes()) >= 2
     if line_costs is None and not bulk:
         return ready
+    if _forecast_known(jobs[:min(ready, FORECAST_PROBE)], counters, line_costs):
+        # A slice this process has packed before: its first bundles' lines are all cached,
+        # so forecasting the rest would render every line only to find it cached too.
+        return ready
     lines: dict[str, list[str]] = {}
     for rows, budget, config in jobs[:ready]:
         if budget <= 0 or not rows:
@@ -252,6 +259,26 @@ def _prepare(jobs: list[list[Any]], counters: dict[str, LineCounter],
         if bulk:
             warm_counter(counter, batch, processes=processes)
     return ready
+
+
+def _forecast_known(probe: list[list[Any]], counters: dict[str, LineCounter],
+                    line_costs: LineCosts | None) -> bool:
+    """True when every line the first bundles of a slice will likely need is cached.
+
+    Only a forecast's speed depends on it: a line it misses is costed when the packer first
+    needs it, and a cached cost is the exact cost of that exact line, so bundles are the
+    same bytes either way (tests/test_batches.py checks a warm and a cold slice)."""
+    if not probe:
+        return False
+    for rows, budget, config in probe:
+        if budget <= 0 or not rows:
+            continue
+        wanted = likely_lines(rows, config, budget)
+        if line_costs is not None:
+            wanted += frame_lines(rows, config, budget)
+        if _counter(counters, config.encoding).unseen(wanted):
+            return False
+    return True
 
 
 def _whole(budget: object) -> bool:
