@@ -150,6 +150,31 @@ def test_an_unregistered_dataframe_name_is_rejected_with_the_fix(mcon):
     assert "con.register(name, dataframe)" in message and "is not allowed in" not in message
 
 
+def test_a_ranking_query_reads_an_attached_databases_table_by_its_short_name(tmp_path):
+    """FROM d.notes is DuckDB's short form of d.main.notes; the guard refused it (stop 23's
+    input review: only d.main.notes passed). A schema of that name still resolves too."""
+    path = str(tmp_path / "data.duckdb")
+    data = duckdb.connect(path)
+    data.execute("CREATE TABLE notes AS SELECT 'a' AS id, 0.5 AS score, 'from d' AS content")
+    data.execute("CREATE SCHEMA side")
+    data.execute("CREATE TABLE side.notes AS SELECT 'b' AS id, 0.5 AS score, 'side' AS content")
+    data.close()
+    con = rms_duck.connect()
+    try:
+        con.execute(f"ATTACH '{path}' AS d (READ_ONLY)")
+        short = rms_duck.pack(con, "SELECT id, score, content FROM d.notes", budget=400,
+                              store=False)
+        full = rms_duck.pack(con, "SELECT id, score, content FROM d.main.notes", budget=400,
+                             store=False)
+        assert short.context == full.context and '"from d"' in short.context
+        side = rms_duck.pack(con, "SELECT * FROM d.side.notes", budget=400, store=False)
+        assert '"side"' in side.context
+        with pytest.raises(QueryRejectedError, match="'d.elsewhere' in"):
+            rms_duck.pack(con, "SELECT * FROM d.elsewhere", budget=400, store=False)
+    finally:
+        con.close()
+
+
 @pytest.mark.parametrize("through", ["sql", "arrow"])
 def test_rows_whose_required_fields_are_all_null_are_rejected_not_dropped(mcon, through):
     """When every row's id, score and content were NULL, the column checks kept no column

@@ -138,6 +138,8 @@ def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     for database, schema, name in rows:
         database, schema, name = database.lower(), schema.lower(), name.lower()
         names.update((name, f"{schema}.{name}", f"{database}.{schema}.{name}"))
+        if schema == "main":  # d.notes: an attached database d's table in its main schema
+            names.add(f"{database}.{name}")
     return names
 
 
