@@ -43,6 +43,7 @@ _FLOATS = ("score", "salience", "confidence")
 _INTS = ("session_position", "token_cost_estimate")
 _REQUIRED = ("id", "score", "content")
 _FIELD_NAMES = frozenset(name for name, _, _ in _SLOTS)
+_LOWER_FIELDS = {name.lower(): name for name in _FIELD_NAMES}
 _LISTS = ("paths", "evidence_ids", "contradicts")
 _AS_IS_TEXTS = ("content", "namespace_id", "session_id", "prose")
 
@@ -64,6 +65,7 @@ def intake(structs: Any) -> list[Row]:
     if n == 0:
         return []
     check_columns([field.name for field in structs.type])
+    structs = canonical_names(structs)
     fast = _valid_rows(structs)
     columns = _columns(structs)
     bad_times = _convert_times(columns)
@@ -72,33 +74,58 @@ def intake(structs: Any) -> list[Row]:
     return build(n, [columns[name] for name in present], fast.to_pylist(), bad_times, structs)
 
 
+def candidate_field(name: str) -> str | None:
+    """The candidate field a column feeds: its name matched without regard to case, as
+    DuckDB's STRUCT cast matches pack_context's fields (a ranking query's ID, Score and
+    CONTENT, a DataFrame's Id column); None for any other column."""
+    return name if name in _FIELD_NAMES else _LOWER_FIELDS.get(name.lower())
+
+
 def check_columns(names: list[str]) -> None:
     """A table or query without an id, score or content column is refused as a whole:
     otherwise its first row's error (field 'id' is required, got None) hides the cause.
-    So is one with two columns of one candidate field (SELECT *, 1 - score AS score): which
-    of them is meant cannot be told, and SQL's subquery would keep the first."""
-    twice = sorted({n for n in names if n in _FIELD_NAMES and names.count(n) > 1})
+    So is one with two columns of one candidate field (SELECT *, 1 - score AS score, or
+    score beside Score): which of them is meant cannot be told, and SQL's subquery would
+    keep the first."""
+    feeding: dict[str, list[str]] = {}
+    for name in names:
+        field = candidate_field(name)
+        if field is not None:
+            feeding.setdefault(field, []).append(name)
+    twice = sorted(field for field, columns in feeding.items() if len(columns) > 1)
     if twice:
+        columns = feeding[twice[0]]
+        what = (f"{len(columns)} columns named {twice[0]!r}" if len(set(columns)) == 1
+                else f"columns {', '.join(repr(c) for c in columns)} for field {twice[0]!r} "
+                     "(names match without regard to case)")
         raise CandidateError(
-            f"the candidate rows have {names.count(twice[0])} columns named {twice[0]!r} "
-            f"(columns given: {', '.join(repr(n) for n in names[:20])}); give each "
-            f"column its own name, for example SELECT * EXCLUDE ({twice[0]}), ... AS "
-            f"{twice[0]}")
-    missing = [name for name in _REQUIRED if name not in names]
+            f"the candidate rows have {what} (columns given: "
+            f"{', '.join(repr(n) for n in names[:20])}); give each column its own name, "
+            f"for example SELECT * EXCLUDE ({columns[0]}), ... AS {twice[0]}")
+    missing = [name for name in _REQUIRED if name not in feeding]
     if not missing:
         return
-    lower = {name.lower(): name for name in names}
-    near = [f"{lower[m]!r} to {m!r}" for m in missing if m in lower]
     quoted = [repr(m) for m in missing]
     lacking = (f"column {quoted[0]}" if len(quoted) == 1
                else f"columns {', '.join(quoted[:-1])} and {quoted[-1]}")
     given = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
     raise CandidateError(
         f"the candidate rows lack the {lacking} (columns given: {given or 'none'}); every "
-        "candidate needs id, score and content: "
-        + (f"rename {', '.join(near)} (names are case-sensitive), or " if near else "")
-        + "select them under those names, for example SELECT node_id AS id, similarity AS "
-        "score, body AS content")
+        "candidate needs id, score and content: select them under those names, for example "
+        "SELECT node_id AS id, similarity AS score, body AS content")
+
+
+def canonical_names(structs: Any) -> Any:
+    """The StructArray with each field that feeds a candidate field renamed to it (Id to
+    id), after check_columns(); the same array when every name is already canonical."""
+    import pyarrow as pa
+
+    names = [field.name for field in structs.type]
+    renamed = [candidate_field(name) or name for name in names]
+    if renamed == names:
+        return structs
+    return pa.StructArray.from_arrays([structs.field(i) for i in range(len(names))],
+                                      names=renamed, mask=structs.is_null())
 
 
 @lru_cache(maxsize=64)

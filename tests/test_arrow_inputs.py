@@ -213,11 +213,60 @@ def test_a_table_without_a_required_column_is_refused_by_column(mcon, kind):
             rms_duck.pack(mcon, table.to_pandas() if kind == "pandas" else table,
                           budget=300)
     message = str(raised.value)
-    assert message.startswith("the candidate rows lack the columns 'id' and 'score' (columns "
+    # Score feeds score (names match without regard to case, as in SQL): only id lacks.
+    assert message.startswith("the candidate rows lack the column 'id' (columns "
                               "given: 'node_id', 'Score', 'content"), message
-    assert "rename 'Score' to 'score' (names are case-sensitive)" in message
     assert "SELECT node_id AS id" in message
     assert mcon.execute("SELECT count(*) FROM rms_receipts").fetchall() == stored
+
+
+@pytest.mark.parametrize("kind", ["query", "pyarrow", "pandas", "polars", "pack_batches"])
+def test_column_names_match_candidate_fields_without_regard_to_case(mcon, kind):
+    """As pack_context's STRUCT cast does in SQL: a Snowflake-style ranking query's ID,
+    SCORE and CONTENT (or a DataFrame's Id column) were refused by the Python entry points
+    ("rename 'ID' to 'id'"), while pack_context took the same names."""
+    rows = [{"Id": f"n{i}", "SCORE": 0.5 + i / 10, "Content": f"note {i}", "Speaker": "Ana",
+             "EVENT_TIME": datetime(2024, 5, i + 1, 9, 30, tzinfo=UTC)} for i in range(3)]
+    canonical = [{k.lower(): v for k, v in row.items()} for row in rows]
+    expected = rms_duck.pack(mcon, pa.Table.from_pylist(canonical), budget=300, store=False)
+    sql = mcon.execute(
+        "SELECT b.context FROM (SELECT pack_context(list(r), 300) AS b FROM "
+        "(SELECT 'n' || i AS Id, 0.5 + i / 10 AS SCORE, 'note ' || i AS Content, 'Ana' AS "
+        "Speaker, TIMESTAMPTZ '2024-05-01 09:30:00+00' + to_days(i::INT) AS EVENT_TIME "
+        "FROM range(3) t(i)) r)").fetchall()[0][0]
+    assert sql == expected.context and '"note 2"' in sql and "1 May" in sql
+    if kind == "query":
+        got = rms_duck.pack(mcon, "SELECT 'n' || i AS Id, 0.5 + i / 10 AS SCORE, 'note ' || i "
+                            "AS Content, 'Ana' AS Speaker, TIMESTAMPTZ '2024-05-01 09:30:00+00'"
+                            " + to_days(i::INT) AS EVENT_TIME FROM range(3) t(i)", budget=300,
+                            store=False).context
+    elif kind == "pack_batches":
+        table = pa.Table.from_pylist([{**row, "Q": 1} for row in rows])
+        got = rms_duck.pack_batches(table, by="Q", budget=300).column("context")[0].as_py()
+    else:
+        table = pa.Table.from_pylist(rows)
+        data = {"pyarrow": table, "pandas": table.to_pandas(),
+                "polars": pl.from_arrow(table)}[kind]
+        got = rms_duck.pack(mcon, data, budget=300, store=False).context
+    assert got == expected.context
+
+
+@pytest.mark.parametrize("kind", ["query", "pyarrow", "pack_batches"])
+def test_columns_of_one_field_in_two_cases_are_refused(mcon, kind):
+    from rms_duck.errors import CandidateError
+
+    with pytest.raises(CandidateError, match="columns 'id', 'ID' for field 'id'"):
+        if kind == "query":
+            rms_duck.pack(mcon, "SELECT 'a' AS id, 'b' AS \"ID\", 0.5 AS score, 'x' AS content",
+                          budget=300, store=False)
+        elif kind == "pack_batches":
+            rms_duck.pack_batches(pa.Table.from_pylist(
+                [{"q": 1, "id": "a", "ID": "b", "score": 0.5, "content": "x"}]), by="q",
+                budget=300)
+        else:
+            rms_duck.pack(mcon, pa.Table.from_pylist(
+                [{"id": "a", "ID": "b", "score": 0.5, "content": "x"}]), budget=300,
+                store=False)
 
 
 @pytest.mark.parametrize("kind", ["query", "pyarrow", "pack_batches"])

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..candidates import to_candidates
-from ..columnar import Row, check_columns, intake, plain_type, plain_types
+from ..columnar import Row, candidate_field, check_columns, intake, plain_type, plain_types
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
 from ..receipts import inputs_json
@@ -41,8 +41,6 @@ BATCH_THRESHOLD_CHARS = 400_000
 # Bundles whose forecast lines are looked up before a slice's whole forecast is made: when
 # the counter holds all of theirs, the slice was packed before and the forecast is skipped.
 FORECAST_PROBE = 16
-
-CANDIDATE_FIELDS = Candidate.__slots__
 
 LineCostSource = LineCosts | str | os.PathLike[str] | None
 
@@ -113,10 +111,14 @@ def group_lists(data: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, pa.Array
     data = data.take(order)
     starts = _group_starts(data, keys)
     key_table = data.select(list(keys)).take(pa.array(starts, pa.int64()))
-    names = [name for name in data.column_names if name in CANDIDATE_FIELDS]
+    # Columns match candidate fields without regard to case, as in SQL (check_columns).
+    pairs = [(name, field) for name in data.column_names
+             if (field := candidate_field(name)) is not None]
+    names, fields = [name for name, _ in pairs], [field for _, field in pairs]
     values = pa.StructArray.from_arrays(
-        [_candidate_column(data, name) for name in names], names=names) if len(data) else \
-        pa.array([], pa.struct([(name, data.schema.field(name).type) for name in names]))
+        [_candidate_column(data, name) for name in names], names=fields) if len(data) else \
+        pa.array([], pa.struct([(field, data.schema.field(name).type)
+                                for name, field in zip(names, fields, strict=True)]))
     offsets = starts + [len(data)]
     list_type = pa.int64() if len(data) >= 2**31 else pa.int32()
     array_type = pa.LargeListArray if list_type == pa.int64() else pa.ListArray
