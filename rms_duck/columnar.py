@@ -78,7 +78,10 @@ def candidate_field(name: str) -> str | None:
     """The candidate field a column feeds: its name matched without regard to case, as
     DuckDB's STRUCT cast matches pack_context's fields (a ranking query's ID, Score and
     CONTENT, a DataFrame's Id column); None for any other column."""
-    return name if name in _FIELD_NAMES else _LOWER_FIELDS.get(name.lower())
+    if name in _FIELD_NAMES:
+        return name
+    # ASCII case only, as DuckDB folds identifiers: no Kelvin sign for a k.
+    return _LOWER_FIELDS.get(name.lower()) if name.isascii() else None
 
 
 def check_columns(names: list[str]) -> None:

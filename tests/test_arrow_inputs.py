@@ -289,3 +289,19 @@ def test_two_columns_of_one_candidate_field_are_refused(mcon, kind):
             rms_duck.pack_batches(table.append_column("q", pa.array([1])), by="q", budget=300)
         else:
             rms_duck.pack(mcon, table, budget=300, store=False)
+
+
+def test_only_ascii_case_is_folded_as_duckdb_folds_it():
+    """DuckDB's STRUCT cast does not match a Kelvin sign for a k (Python's lower() does)."""
+    from rms_duck.columnar import candidate_field
+
+    assert candidate_field("TOKEN_COST_ESTIMATE") == "token_cost_estimate"
+    assert candidate_field("TO\u212aEN_COST_ESTIMATE") is None
+    assert candidate_field("\u0130D") is None and candidate_field("node_id") is None
+    duck = duckdb.connect()
+    with pytest.raises(duckdb.BinderException, match="at least one matching member"):
+        duck.execute("SELECT CAST([{'TO\u212aEN_COST_ESTIMATE': 5}] AS "
+                     "STRUCT(token_cost_estimate INT)[])")
+    assert duck.execute("SELECT CAST([{'TOKEN_COST_ESTIMATE': 5}] AS "
+                        "STRUCT(token_cost_estimate INT)[])").fetchall() == [
+        ([{"token_cost_estimate": 5}],)]
