@@ -302,6 +302,6 @@ def test_only_ascii_case_is_folded_as_duckdb_folds_it():
     with pytest.raises(duckdb.BinderException, match="at least one matching member"):
         duck.execute("SELECT CAST([{'TO\u212aEN_COST_ESTIMATE': 5}] AS "
                      "STRUCT(token_cost_estimate INT)[])")
-    assert duck.execute("SELECT CAST([{'TOKEN_COST_ESTIMATE': 5}] AS "
-                        "STRUCT(token_cost_estimate INT)[])").fetchall() == [
-        ([{"token_cost_estimate": 5}],)]
+    matched = duck.execute("SELECT CAST([{'TOKEN_COST_ESTIMATE': 5}] AS "
+                           "STRUCT(token_cost_estimate INT)[])").fetchall()[0][0][0]
+    assert list(matched.values()) == [5]
