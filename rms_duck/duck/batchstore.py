@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,12 +22,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..bundle import MemoryBundle
 from ..errors import ConfigError, ReceiptError
+from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
-from ..receipts import RECEIPT_VERSION, seal_receipt, sha256_text
+from ..receipts import RECEIPT_VERSION, seal_fragments, sha256_text
 from .cursors import cursor
-from .storage import _APPEND_LOCK, _RETRIES, _is_conflict, _rollback
+from .storage import _APPEND_LOCK, _RETRIES, _failure, _is_conflict, _rollback
 
 BATCH_ROWS = 1_000
 # Column order and Arrow types of rms_bundles and rms_receipts (sql/schema.sql).
@@ -87,10 +90,10 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     try:
         for start in range(0, len(data), BATCH_ROWS):
             batch = data.slice(start, BATCH_ROWS)
-            rows = [_prepared(row, keys, namespace) for row in
+            rows = [_prepared(row, keys, namespace, session_id) for row in
                     batch.select(list(_NEEDED) + [k for k in keys if k not in _NEEDED])
                     .to_pylist()]
-            stored.extend(_append(cur, rows, session_id))
+            stored.extend(append_pending(cur, rows))
     finally:
         cur.close()
     result = data.select(list(keys))
@@ -112,7 +115,38 @@ def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
     return keys
 
 
-def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A packed bundle waiting for its place in a receipt chain: the rms_bundles values it
+    has already, and its receipt body serialised per key (receipts.receipt_fragments)."""
+
+    chain: str
+    fragments: Mapping[str, str]
+    inputs: str
+    context: str
+    context_sha256: str
+    context_format: str
+    budget: int
+    available: int
+    tokens_used: int
+    flags: list[str]
+    included: int
+    excluded: int
+    metrics: Mapping[str, Any]
+    session_id: str | None
+
+
+def pending_bundle(bundle: MemoryBundle, inputs: str, chain: str,
+                   session_id: str | None) -> Pending:
+    """A bundle packed in this process, as store_bundle() would store it."""
+    return Pending(chain, bundle.receipt_fragments, inputs, bundle.context,
+                   bundle.context_sha256, bundle.config.context_format, bundle.context_budget,
+                   bundle.available, bundle.tokens_used, list(bundle.flags),
+                   len(bundle.included), len(bundle.excluded), bundle.metrics, session_id)
+
+
+def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None,
+              session_id: str | None) -> Pending:
     """The row with its parsed receipt body and chain, checked against its own context."""
     where = ", ".join(f"{k}={row.get(k)!r}" for k in keys) or "a row"
     try:
@@ -145,7 +179,11 @@ def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None) -
     else:
         names = {c.get("namespace_id") for c in inputs}
         chain = (names.pop() or "") if len(names) == 1 else ""
-    return {**row, "body": body, "chain": chain}
+    return Pending(chain, {key: canonical_json(value) for key, value in body.items()},
+                   row["inputs"], row["context"], row["context_sha256"],
+                   body["config"]["context_format"], row["context_budget"], body["available"],
+                   row["tokens_used"], list(row["flags"]), len(row["included"]),
+                   len(row["excluded"]), body.get("metrics") or {}, session_id)
 
 
 def _counts(row: dict[str, Any]) -> tuple[int, int]:
@@ -157,17 +195,19 @@ def _counts_recorded(body: dict[str, Any]) -> tuple[int, int]:
     return decisions.count("included"), decisions.count("excluded")
 
 
-def _append(cur, rows: list[dict[str, Any]], session_id: str | None) -> list[dict[str, Any]]:
-    """One transaction for the batch; retried from scratch when another writer wins."""
+def append_pending(cur, rows: Sequence[Pending]) -> list[dict[str, Any]]:
+    """Append the bundles in order, in one transaction; retried from scratch (new tips,
+    sealed again) when another writer wins. Returns bundle_id, receipt_id,
+    chain_namespace and seq per row, in order."""
     conflict: Exception | None = None
     for attempt in range(_RETRIES):
         try:
             with _APPEND_LOCK:
-                return _append_once(cur, rows, session_id, datetime.now(UTC))
+                return _append_once(cur, rows, datetime.now(UTC))
         except duckdb.Error as exc:
             _rollback(cur)
             if not _is_conflict(exc):
-                raise
+                raise _failure(exc, rows[0].chain if rows else "") from exc
             conflict = exc
             time.sleep(min(0.001 * (attempt + 1), 0.05))
         except BaseException:
@@ -178,35 +218,32 @@ def _append(cur, rows: list[dict[str, Any]], session_id: str | None) -> list[dic
                        "batch was stored: retry, or write from fewer connections at once")
 
 
-def _append_once(cur, rows: list[dict[str, Any]], session_id: str | None,
-                 created: datetime) -> list[dict[str, Any]]:
+def _append_once(cur, rows: Sequence[Pending], created: datetime) -> list[dict[str, Any]]:
     cur.execute("BEGIN TRANSACTION")
     tips = {}
-    for chain in dict.fromkeys(row["chain"] for row in rows):
+    for chain in dict.fromkeys(row.chain for row in rows):
         tips[chain] = tuple(cur.execute(
             "SELECT coalesce(max(seq), 0), arg_max(receipt_sha256, seq) FROM rms_receipts "
             "WHERE chain_namespace = ?", [chain]).fetchall()[0])
     bundles, receipts, stored = [], [], []
     for row in rows:
-        last, prev = tips[row["chain"]]
+        last, prev = tips[row.chain]
         bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
-        text, digest = seal_receipt(
-            row["body"], receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
-            chain_namespace=row["chain"], seq=last + 1, prev_sha256=prev,
-            inputs=row["inputs"], query=None, session_id=session_id)
-        tips[row["chain"]] = (last + 1, digest)
-        body, metrics = row["body"], row["body"].get("metrics") or {}
-        bundles.append((bundle_id, created, row["chain"], session_id, None,
-                        body["config"]["context_format"], row["context_budget"],
-                        body["available"], row["tokens_used"], row["context"],
-                        row["context_sha256"], list(row["flags"]), len(row["included"]),
-                        len(row["excluded"]), metrics.get("str_mean"), metrics.get("str_p10"),
-                        metrics.get("budget_efficiency"), metrics.get("budget_waste"),
-                        row["inputs"]))
-        receipts.append((receipt_id, bundle_id, created, row["chain"], last + 1, prev,
-                         RECEIPT_VERSION, text, digest, row["context_sha256"]))
+        text, digest = seal_fragments(
+            row.fragments, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
+            chain_namespace=row.chain, seq=last + 1, prev_sha256=prev, inputs=row.inputs,
+            query=None, session_id=row.session_id)
+        tips[row.chain] = (last + 1, digest)
+        m = row.metrics
+        bundles.append((bundle_id, created, row.chain, row.session_id, None,
+                        row.context_format, row.budget, row.available, row.tokens_used,
+                        row.context, row.context_sha256, row.flags, row.included,
+                        row.excluded, m.get("str_mean"), m.get("str_p10"),
+                        m.get("budget_efficiency"), m.get("budget_waste"), row.inputs))
+        receipts.append((receipt_id, bundle_id, created, row.chain, last + 1, prev,
+                         RECEIPT_VERSION, text, digest, row.context_sha256))
         stored.append({"bundle_id": bundle_id, "receipt_id": receipt_id,
-                       "chain_namespace": row["chain"], "seq": last + 1})
+                       "chain_namespace": row.chain, "seq": last + 1})
     _insert(cur, "rms_bundles", _BUNDLE_COLUMNS, bundles)
     _insert(cur, "rms_receipts", _RECEIPT_COLUMNS, receipts)
     for chain, (seq, digest) in tips.items():  # the tip storage reads first (storage._tip)
