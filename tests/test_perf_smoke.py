@@ -90,7 +90,8 @@ def test_smoke_bench_prints_the_issue_targets_with_their_limits(smoke_output):
     from rms_duck.bench.table import ISSUE_COLUMNS
 
     issue = _tables(smoke_output)[3]
-    assert tuple(issue[0]) == ISSUE_COLUMNS and len(issue) == 2 + 7
+    assert tuple(issue[0]) == ISSUE_COLUMNS and len(issue) == 2 + 8
     assert [row[2] for row in issue[2:]] == ["<= 2", "<= 1.3", "<= 1.3", "<= 5", "<= 1", "<= 1",
-                                            "<= 2.5"]
+                                            "<= 2.5", "<= 1.3"]
+    assert "rms_store / pack_context, GROUP BY" in issue[-1][0]
     assert any("estimate packer" in row[0] for row in issue[2:])

@@ -10,6 +10,9 @@ of the per-repetition ratios, with its target:
   stored / unstored rms_duck.pack                  (N=1,000, 4K)      <= 1.3
   cold GROUP BY of B bundles x 8 at 512 / encode loop over their texts  <= 2.5
 
+and the stored / unstored row again for SQL-only storing, where a job stores many small
+bundles at once: rms_store / pack_context, GROUP BY of 2,000 bundles x 8    <= 1.3
+
 "Warm" means the process has packed these candidates before (line costs and rendered
 lines cached); "cold" empties both caches first. Every exact pack is recounted.
 """
@@ -32,7 +35,7 @@ from ..tokens.bulk import start_pool
 from ..tokens.counter import clear_line_cache
 from ..tokens.encodings import DEFAULT_ENCODING, get_encoding
 from .estimate_packer import estimate_pack
-from .workload import BULK_SUMMARY_SQL, make_bulk_tables, record_lines
+from .workload import BULK_STORE_SQL, BULK_SUMMARY_SQL, make_bulk_tables, record_lines
 
 # The candidate fields the bench rows fill; the SQL list() passes exactly these.
 _FIELDS = ("id", "score", "content", "type", "paths", "salience", "event_time", "speaker")
@@ -59,6 +62,8 @@ def measure_targets(plan, pool_rows: list[dict[str, Any]], *,
         out.append(_against_estimate(plan, pool_rows[:n], enc))
     log(f"targets: GROUP BY of {plan.target_bulk_bundles:,} x {plan.per_bundle}, cold")
     out.append(_group_by(plan, enc))
+    log("targets: rms_store / pack_context, GROUP BY")
+    out.append(_stored_group_by(plan))
     return out
 
 
@@ -186,6 +191,31 @@ def _group_by(plan, enc) -> dict[str, Any]:
                 f"GROUP BY {statistics.median(packs):.2f} s, loop over {len(texts):,} texts "
                 f"{statistics.median(loops):.2f} s; costing workers started first in "
                 f"{t_start:.2f} s")
+
+
+def _stored_group_by(plan) -> dict[str, Any]:
+    """Both sides warm (this measures storing, not costing); each repetition's rms_store
+    extends the same chain, as a nightly job's would."""
+    bundles, budget = min(plan.target_bulk_bundles, 2_000), plan.bulk_budget
+    con = connect()
+    con.execute("SET enable_progress_bar = false")
+    make_bulk_tables(con, bundles=bundles, per_bundle=plan.per_bundle, nodes=bundles,
+                     seed=plan.seed)
+    con.execute(BULK_SUMMARY_SQL, [budget, bundles]).fetchall()
+    ratios, packs, stores = [], [], []
+    for _ in range(max(2, plan.bulk_repeats)):
+        t_pack, (count, _) = _wall(_first_row, con, BULK_SUMMARY_SQL, [budget, bundles])
+        t_store, (stored, _) = _wall(_first_row, con, BULK_STORE_SQL, [budget, bundles])
+        if count != bundles or stored != bundles:
+            raise AssertionError(f"stored {stored} of {bundles} bundles")
+        ratios.append(t_store / t_pack)
+        packs.append(t_pack)
+        stores.append(t_store)
+    con.close()
+    return _row(f"stored / unstored through SQL: rms_store / pack_context, GROUP BY of "
+                f"{bundles:,} x {plan.per_bundle} at {budget}", ratios, 1.3,
+                f"rms_store {statistics.median(stores):.2f} s, pack_context "
+                f"{statistics.median(packs):.2f} s")
 
 
 def _loop(encode, lines) -> int:

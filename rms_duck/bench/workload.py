@@ -139,6 +139,10 @@ BULK_LISTS_SQL = (  # the same GROUP BY without packing: DuckDB's own share of t
     "FROM bench_candidates WHERE q < ? GROUP BY q"
 )
 BULK_SUMMARY_SQL = "SELECT count(*), max(bundle.tokens_used) FROM (" + BULK_PACK_SQL + ")"
+BULK_STORE_SQL = (  # the same groups packed and stored from SQL: count and distinct receipts
+    "SELECT count(*), count(DISTINCT receipt_id) FROM (SELECT q, rms_store(list({'id': id, "
+    "'score': score, 'content': content, 'event_time': event_time, 'speaker': speaker}), ?) "
+    "AS receipt_id FROM bench_candidates WHERE q < ? GROUP BY q)")
 BULK_CHECK_SQL = "SELECT bundle.context, bundle.tokens_used FROM (" + BULK_PACK_SQL + ")"
 
 
