@@ -27,9 +27,10 @@ from ..errors import ReceiptError, RmsError
 from ..packing.batches import candidate_rows, in_group
 from ..packing.pipeline import pack_candidates
 from ..receipts import inputs_json
-from .batchstore import BATCH_ROWS, append_pending, pending_bundle
+from .batchstore import BATCH_ROWS, Pending, append_pending, pending_bundle
 from .cursors import cursor
 from .storage import chain_namespace
+from .udfs import PACK_LOCK
 
 STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")
 
@@ -40,25 +41,8 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
     def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
                       configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
                       sessions: pa.ChunkedArray) -> pa.Array:
-        parsed: dict[Any, PackingConfig] = {}
-        packed = []
-        # Every group of the call is packed before any is stored: a bad one stores nothing.
-        for rows, budget, raw, namespace, session in zip(
-                candidate_rows(candidates), budgets.to_pylist(), configs.to_pylist(),
-                namespaces.to_pylist(), sessions.to_pylist(), strict=False):
-            try:
-                config = parsed.get(raw)
-                if config is None:
-                    config = parsed[raw] = parse_config(raw)
-                # A NULL struct in the list reaches to_candidates, which names it.
-                validated = to_candidates(rows or [])  # type: ignore[arg-type]
-                bundle = pack_candidates(validated, budget=budget, config=config)
-            except RmsError as exc:
-                raise in_group(exc, rows) from exc.__cause__
-            packed.append((bundle, validated, namespace, session))
-        pending = [pending_bundle(bundle, inputs_json(validated),
-                                  chain_namespace(validated, namespace), session)
-                   for bundle, validated, namespace, session in packed]
+        with PACK_LOCK:  # as pack_context: one DuckDB thread at a time runs the packer
+            pending = _packed(candidates, budgets, configs, namespaces, sessions)
         out: list[str] = []
         cur = cursor(con)
         try:
@@ -76,3 +60,25 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
         return pa.array(out, type=pa.string())
 
     return rms_store_udf
+
+
+def _packed(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray, configs: pa.ChunkedArray,
+            namespaces: pa.ChunkedArray, sessions: pa.ChunkedArray) -> list[Pending]:
+    """Every group of the call packed, before any is stored: a bad one stores nothing."""
+    parsed: dict[Any, PackingConfig] = {}
+    packed = []
+    for rows, budget, raw, namespace, session in zip(
+            candidate_rows(candidates), budgets.to_pylist(), configs.to_pylist(),
+            namespaces.to_pylist(), sessions.to_pylist(), strict=False):
+        try:
+            config = parsed.get(raw)
+            if config is None:
+                config = parsed[raw] = parse_config(raw)
+            # A NULL struct in the list reaches to_candidates, which names it.
+            validated = to_candidates(rows or [])  # type: ignore[arg-type]
+            bundle = pack_candidates(validated, budget=budget, config=config)
+        except RmsError as exc:
+            raise in_group(exc, rows) from exc.__cause__
+        packed.append((bundle, validated, namespace, session))
+    return [pending_bundle(bundle, inputs_json(validated), chain_namespace(validated, namespace),
+                           session) for bundle, validated, namespace, session in packed]

@@ -39,11 +39,11 @@ def pack_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
     # One DuckDB thread at a time packs: the packer is Python, so a second thread could only
     # take turns with it for the GIL, and taking turns cost 9-15% of a GROUP BY's time
     # (docs/performance.md, round 8). The packer runs no SQL, so it never waits on DuckDB.
-    with _PACK_LOCK:
+    with PACK_LOCK:
         return pack_lists(candidates, budgets.to_pylist(), configs.to_pylist())
 
 
-_PACK_LOCK = threading.Lock()
+PACK_LOCK = threading.Lock()
 
 
 def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Array:
