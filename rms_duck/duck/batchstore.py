@@ -11,42 +11,22 @@ Python, instead of a transaction per bundle.
 from __future__ import annotations
 
 import json
-import time
-import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..bundle import MemoryBundle
 from ..errors import ConfigError, ReceiptError
 from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
-from ..receipts import RECEIPT_VERSION, seal_fragments, sha256_text
+from ..receipts import sha256_text
 from .cursors import cursor
-from .storage import _APPEND_LOCK, _RETRIES, _failure, _is_conflict, _rollback
+from .storage import Pending, append_pending
 
 BATCH_ROWS = 1_000
-# Column order and Arrow types of rms_bundles and rms_receipts (sql/schema.sql).
-_BUNDLE_COLUMNS = (
-    ("bundle_id", pa.string()), ("created_at", pa.timestamp("us", "UTC")),
-    ("namespace_id", pa.string()), ("session_id", pa.string()), ("query_text", pa.string()),
-    ("context_format", pa.string()), ("budget", pa.int32()), ("available", pa.int32()),
-    ("tokens_used", pa.int32()), ("context", pa.string()), ("context_sha256", pa.string()),
-    ("flags", pa.list_(pa.string())), ("included_count", pa.int32()),
-    ("excluded_count", pa.int32()), ("str_mean", pa.float64()), ("str_p10", pa.float64()),
-    ("budget_efficiency", pa.float64()), ("budget_waste", pa.float64()),
-    ("inputs", pa.string()))
-_RECEIPT_COLUMNS = (
-    ("receipt_id", pa.string()), ("bundle_id", pa.string()),
-    ("created_at", pa.timestamp("us", "UTC")), ("chain_namespace", pa.string()),
-    ("seq", pa.int64()), ("prev_sha256", pa.string()), ("receipt_version", pa.int32()),
-    ("receipt", pa.string()), ("receipt_sha256", pa.string()), ("context_sha256", pa.string()))
 _NEEDED = ("context", "tokens_used", "context_budget", "included", "excluded", "flags",
            "context_sha256", "receipt", "inputs")
 
@@ -99,7 +79,7 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     result = data.select(list(keys))
     for name, kind in (("bundle_id", pa.string()), ("receipt_id", pa.string()),
                        ("chain_namespace", pa.string()), ("seq", pa.int64())):
-        result = result.append_column(name, pa.array([s[name] for s in stored], kind))
+        result = result.append_column(name, pa.array([getattr(s, name) for s in stored], kind))
     return result
 
 
@@ -113,36 +93,6 @@ def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
             raise ConfigError(f"by names column {key!r}, which the table lacks (columns: "
                               f"{', '.join(data.column_names)})")
     return keys
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A packed bundle waiting for its place in a receipt chain: the rms_bundles values it
-    has already, and its receipt body serialised per key (receipts.receipt_fragments)."""
-
-    chain: str
-    fragments: Mapping[str, str]
-    inputs: str
-    context: str
-    context_sha256: str
-    context_format: str
-    budget: int
-    available: int
-    tokens_used: int
-    flags: list[str]
-    included: int
-    excluded: int
-    metrics: Mapping[str, Any]
-    session_id: str | None
-
-
-def pending_bundle(bundle: MemoryBundle, inputs: str, chain: str,
-                   session_id: str | None) -> Pending:
-    """A bundle packed in this process, as store_bundle() would store it."""
-    return Pending(chain, bundle.receipt_fragments, inputs, bundle.context,
-                   bundle.context_sha256, bundle.config.context_format, bundle.context_budget,
-                   bundle.available, bundle.tokens_used, list(bundle.flags),
-                   len(bundle.included), len(bundle.excluded), bundle.metrics, session_id)
 
 
 def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None,
@@ -193,78 +143,3 @@ def _counts(row: dict[str, Any]) -> tuple[int, int]:
 def _counts_recorded(body: dict[str, Any]) -> tuple[int, int]:
     decisions = [c.get("decision") for c in body.get("candidates") or ()]
     return decisions.count("included"), decisions.count("excluded")
-
-
-def append_pending(cur, rows: Sequence[Pending]) -> list[dict[str, Any]]:
-    """Append the bundles in order, in one transaction; retried from scratch (new tips,
-    sealed again) when another writer wins. Returns bundle_id, receipt_id,
-    chain_namespace and seq per row, in order."""
-    conflict: Exception | None = None
-    for attempt in range(_RETRIES):
-        try:
-            with _APPEND_LOCK:
-                return _append_once(cur, rows, datetime.now(UTC))
-        except duckdb.Error as exc:
-            _rollback(cur)
-            if not _is_conflict(exc):
-                raise _failure(exc, rows[0].chain if rows else "") from exc
-            conflict = exc
-            time.sleep(min(0.001 * (attempt + 1), 0.05))
-        except BaseException:
-            _rollback(cur)
-            raise
-    raise ReceiptError(f"could not append {len(rows)} receipts after {_RETRIES} attempts "
-                       f"(last conflict: {str(conflict).splitlines()[0]}); nothing of this "
-                       "batch was stored: retry, or write from fewer connections at once")
-
-
-def _append_once(cur, rows: Sequence[Pending], created: datetime) -> list[dict[str, Any]]:
-    cur.execute("BEGIN TRANSACTION")
-    tips = {}
-    for chain in dict.fromkeys(row.chain for row in rows):
-        tips[chain] = tuple(cur.execute(
-            "SELECT coalesce(max(seq), 0), arg_max(receipt_sha256, seq) FROM rms_receipts "
-            "WHERE chain_namespace = ?", [chain]).fetchall()[0])
-    bundles, receipts, stored = [], [], []
-    for row in rows:
-        last, prev = tips[row.chain]
-        bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
-        text, digest = seal_fragments(
-            row.fragments, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
-            chain_namespace=row.chain, seq=last + 1, prev_sha256=prev, inputs=row.inputs,
-            query=None, session_id=row.session_id)
-        tips[row.chain] = (last + 1, digest)
-        m = row.metrics
-        bundles.append((bundle_id, created, row.chain, row.session_id, None,
-                        row.context_format, row.budget, row.available, row.tokens_used,
-                        row.context, row.context_sha256, row.flags, row.included,
-                        row.excluded, m.get("str_mean"), m.get("str_p10"),
-                        m.get("budget_efficiency"), m.get("budget_waste"), row.inputs))
-        receipts.append((receipt_id, bundle_id, created, row.chain, last + 1, prev,
-                         RECEIPT_VERSION, text, digest, row.context_sha256))
-        stored.append({"bundle_id": bundle_id, "receipt_id": receipt_id,
-                       "chain_namespace": row.chain, "seq": last + 1})
-    _insert(cur, "rms_bundles", _BUNDLE_COLUMNS, bundles)
-    _insert(cur, "rms_receipts", _RECEIPT_COLUMNS, receipts)
-    for chain, (seq, digest) in tips.items():  # the tip storage reads first (storage._tip)
-        if cur.execute("SELECT 1 FROM rms_chain_heads WHERE chain_namespace = ?",
-                       [chain]).fetchall():
-            cur.execute("UPDATE rms_chain_heads SET seq = ?, receipt_sha256 = ? "
-                        "WHERE chain_namespace = ?", [seq, digest, chain])
-        else:
-            cur.execute("INSERT INTO rms_chain_heads VALUES (?, ?, ?)", [chain, seq, digest])
-    cur.execute("COMMIT")
-    return stored
-
-
-def _insert(cur, table: str, columns: tuple[tuple[str, pa.DataType], ...],
-            rows: list[tuple[Any, ...]]) -> None:
-    """Insert the rows through one Arrow scan rather than a statement per row."""
-    arrow = pa.table([pa.array([row[i] for row in rows], kind)
-                      for i, (_, kind) in enumerate(columns)],
-                     names=[name for name, _ in columns])
-    cur.register("rms_batch_rows", arrow)
-    try:
-        cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rms_batch_rows")
-    finally:
-        cur.unregister("rms_batch_rows")

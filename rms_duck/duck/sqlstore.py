@@ -6,7 +6,7 @@ as rms_duck.pack() does, returning the receipt_id. Each call of the UDF (DuckDB 
 2,048 groups at once, one call per thread at a time) packs all its groups before it stores
 any, so a bad budget, config or candidate stores nothing of that call. It then appends them
 in group order, up to BATCH_ROWS bundles per transaction, with one Arrow insert per table
-(batchstore.append_pending, as store_batches() does): a transaction per bundle cost about
+(storage.append_pending, as store_batches() does): a transaction per bundle cost about
 10 ms each, 26 times the pack itself. The UDF holds its connection and stores through a
 cursor of its own, so the bundles commit independently of the statement that called it: if
 that statement fails later (in a later call, or for another reason), the bundles already
@@ -26,10 +26,9 @@ from ..config import PackingConfig, parse_config
 from ..errors import ReceiptError, RmsError
 from ..packing.batches import candidate_rows, in_group
 from ..packing.pipeline import pack_candidates
-from ..receipts import inputs_json
-from .batchstore import BATCH_ROWS, Pending, append_pending, pending_bundle
+from .batchstore import BATCH_ROWS
 from .cursors import cursor
-from .storage import chain_namespace
+from .storage import Pending, append_pending, pending_bundle
 from .udfs import PACK_LOCK
 
 STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")
@@ -54,7 +53,7 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
                         f"rms_store could not store the bundle: {str(exc).splitlines()[0]}; "
                         "open the database writable, or use pack_context() to pack without "
                         "storing") from None
-                out.extend(row["receipt_id"] for row in stored)
+                out.extend(row.receipt_id for row in stored)
         finally:
             cur.close()
         return pa.array(out, type=pa.string())
@@ -80,5 +79,5 @@ def _packed(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray, configs: pa.C
         except RmsError as exc:
             raise in_group(exc, rows) from exc.__cause__
         packed.append((bundle, validated, namespace, session))
-    return [pending_bundle(bundle, inputs_json(validated), chain_namespace(validated, namespace),
-                           session) for bundle, validated, namespace, session in packed]
+    return [pending_bundle(bundle, validated, namespace=namespace, session_id=session)
+            for bundle, validated, namespace, session in packed]

@@ -1,4 +1,7 @@
-"""Store a bundle and its receipt atomically, extending the namespace's receipt hash chain.
+"""Store bundles and their receipts atomically, extending each namespace's receipt hash chain.
+
+store_bundle() appends one packed bundle; append_pending() appends many in one transaction
+(rms_store's groups, store_batches' rows), with one INSERT per table for all of them.
 
 Each receipt's canonical JSON carries the previous receipt's sha256 in the same chain
 namespace and a sequence number that is UNIQUE per namespace. Two writers that race for
@@ -23,12 +26,13 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from ..bundle import MemoryBundle
 from ..errors import CandidateError, ReceiptError
@@ -50,6 +54,29 @@ class Stored:
     receipt_id: str
     receipt_sha256: str
     seq: int
+    chain_namespace: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A packed bundle waiting for its place in a receipt chain: the rms_bundles values it
+    has already, and its receipt body serialised per key (receipts.receipt_fragments)."""
+
+    chain: str
+    fragments: Mapping[str, str]
+    inputs: str
+    context: str
+    context_sha256: str
+    context_format: str
+    budget: int
+    available: int
+    tokens_used: int
+    flags: list[str]
+    included: int
+    excluded: int
+    metrics: Mapping[str, Any]
+    session_id: str | None
+    query: dict[str, Any] | None = None
 
 
 def chain_namespace(candidates: Sequence[Candidate], namespace: str | None) -> str:
@@ -58,6 +85,17 @@ def chain_namespace(candidates: Sequence[Candidate], namespace: str | None) -> s
         return namespace
     names = {c.namespace_id for c in candidates}
     return names.pop() or "" if len(names) == 1 else ""
+
+
+def pending_bundle(bundle: MemoryBundle, candidates: Sequence[Candidate], *,
+                   namespace: str | None = None, session_id: str | None = None,
+                   query: dict[str, Any] | None = None) -> Pending:
+    """A bundle packed in this process, ready to append (its inputs as canonical JSON)."""
+    return Pending(chain_namespace(candidates, namespace), bundle.receipt_fragments,
+                   inputs_json(candidates), bundle.context, bundle.context_sha256,
+                   bundle.config.context_format, bundle.context_budget, bundle.available,
+                   bundle.tokens_used, list(bundle.flags), len(bundle.included),
+                   len(bundle.excluded), bundle.metrics, session_id, query)
 
 
 def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
@@ -69,36 +107,45 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
     Raises:
         ReceiptError: other writers won the race for the chain's next seq every time.
     """
-    chain = chain_namespace(candidates, namespace)
-    inputs = inputs_json(candidates)
-    body = bundle.receipt_fragments
+    row = pending_bundle(bundle, candidates, namespace=namespace, session_id=session_id,
+                         query=query)
     cur = cursor(con)
-    scan = False
     try:
-        for attempt in range(_RETRIES):
-            try:
-                with _APPEND_LOCK:
-                    # Read inside the lock: times must not go down as seq goes up.
-                    created = (as_utc(now).replace(tzinfo=UTC) if now is not None
-                               else datetime.now(UTC))
-                    return _store_once(cur, bundle, body, inputs, chain, session_id, query,
-                                       created, scan=scan)
-            except duckdb.Error as exc:
-                _rollback(cur)
-                if not _is_conflict(exc):
-                    raise _failure(exc, chain) from exc
-                conflict = exc
-                scan = True  # another writer moved the tip: find it in rms_receipts itself
-                time.sleep(min(0.001 * (attempt + 1), 0.05))
-            except BaseException:
-                _rollback(cur)
-                raise
-        raise ReceiptError(
-            f"could not append a receipt to chain_namespace {chain!r} after {_RETRIES} "
-            f"attempts (last conflict: {str(conflict).splitlines()[0]}); nothing was stored: "
-            "retry the pack, or write from fewer connections at once") from conflict
+        return append_pending(cur, [row], now=now)[0]
     finally:
         cur.close()
+
+
+def append_pending(cur, rows: Sequence[Pending], *, now: datetime | None = None) -> list[Stored]:
+    """Append the bundles in order, in one transaction, each receipt chained to the one
+    before it in its chain; retried from a scan of the chain (sealed again) when another
+    writer wins. One statement per table for all of them: a transaction per bundle cost
+    about 10 ms each, 26 times the pack of a small bundle."""
+    chain = rows[0].chain if rows else ""
+    scan = False
+    for attempt in range(_RETRIES):
+        try:
+            with _APPEND_LOCK:
+                # Read inside the lock: times must not go down as seq goes up.
+                created = (as_utc(now).replace(tzinfo=UTC) if now is not None
+                           else datetime.now(UTC))
+                return _store_once(cur, rows, created, scan=scan)
+        except duckdb.Error as exc:
+            _rollback(cur)
+            if not _is_conflict(exc):
+                raise _failure(exc, chain) from exc
+            conflict = exc
+            scan = True  # another writer moved the tip: find it in rms_receipts itself
+            time.sleep(min(0.001 * (attempt + 1), 0.05))
+        except BaseException:
+            _rollback(cur)
+            raise
+    what = (f"a receipt to chain_namespace {chain!r}" if len(rows) == 1
+            else f"{len(rows)} receipts (chain_namespace {chain!r} first)")
+    raise ReceiptError(
+        f"could not append {what} after {_RETRIES} attempts (last conflict: "
+        f"{str(conflict).splitlines()[0]}); nothing was stored: retry the pack, or write "
+        "from fewer connections at once") from conflict
 
 
 def _is_conflict(exc: duckdb.Error) -> bool:
@@ -129,36 +176,76 @@ def _failure(exc: duckdb.Error, chain: str) -> Exception:
     return exc
 
 
-def _store_once(cur, bundle: MemoryBundle, body: dict[str, str], inputs: str, chain: str,
-                session_id: str | None, query: dict[str, Any] | None,
-                created: datetime, *, scan: bool = False) -> Stored:
-    bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
+def _store_once(cur, rows: Sequence[Pending], created: datetime, *,
+                scan: bool = False) -> list[Stored]:
     cur.execute("BEGIN TRANSACTION")
-    last, prev, has_head = _tip(cur, chain, scan)
-    seq = (last or 0) + 1
-    text, digest = seal_fragments(
-        body, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
-        chain_namespace=chain, seq=seq, prev_sha256=prev, inputs=inputs, query=query,
-        session_id=session_id)
-    m = bundle.metrics
-    cur.execute(
-        "INSERT INTO rms_bundles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [bundle_id, created, chain, session_id, (query or {}).get("sql"),
-         bundle.config.context_format, bundle.context_budget, bundle.available,
-         bundle.tokens_used, bundle.context, bundle.context_sha256, list(bundle.flags),
-         len(bundle.included), len(bundle.excluded), m["str_mean"], m["str_p10"],
-         m["budget_efficiency"], m["budget_waste"], inputs])
-    cur.execute(
-        "INSERT INTO rms_receipts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [receipt_id, bundle_id, created, chain, seq, prev, RECEIPT_VERSION, text, digest,
-         bundle.context_sha256])
-    if has_head:  # a plain UPDATE: an upsert costs several times more
-        cur.execute("UPDATE rms_chain_heads SET seq = ?, receipt_sha256 = ? "
-                    "WHERE chain_namespace = ?", [seq, digest, chain])
-    else:
-        cur.execute("INSERT INTO rms_chain_heads VALUES (?, ?, ?)", [chain, seq, digest])
+    tips: dict[str, tuple[int | None, str | None, bool]] = {
+        chain: _tip(cur, chain, scan) for chain in dict.fromkeys(row.chain for row in rows)}
+    bundles, receipts, stored = [], [], []
+    for row in rows:
+        last, prev, has_head = tips[row.chain]
+        seq = (last or 0) + 1
+        bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
+        text, digest = seal_fragments(
+            row.fragments, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
+            chain_namespace=row.chain, seq=seq, prev_sha256=prev, inputs=row.inputs,
+            query=row.query, session_id=row.session_id)
+        tips[row.chain] = (seq, digest, has_head)
+        m = row.metrics
+        bundles.append((bundle_id, created, row.chain, row.session_id,
+                        (row.query or {}).get("sql"), row.context_format, row.budget,
+                        row.available, row.tokens_used, row.context, row.context_sha256,
+                        row.flags, row.included, row.excluded, m.get("str_mean"),
+                        m.get("str_p10"), m.get("budget_efficiency"), m.get("budget_waste"),
+                        row.inputs))
+        receipts.append((receipt_id, bundle_id, created, row.chain, seq, prev,
+                         RECEIPT_VERSION, text, digest, row.context_sha256))
+        stored.append(Stored(bundle_id, receipt_id, digest, seq, row.chain))
+    _insert(cur, "rms_bundles", BUNDLE_COLUMNS, bundles)
+    _insert(cur, "rms_receipts", RECEIPT_COLUMNS, receipts)
+    for chain, (newest, newest_sha256, has_head) in tips.items():
+        if has_head:  # a plain UPDATE: an upsert costs several times more
+            cur.execute("UPDATE rms_chain_heads SET seq = ?, receipt_sha256 = ? "
+                        "WHERE chain_namespace = ?", [newest, newest_sha256, chain])
+        else:
+            cur.execute("INSERT INTO rms_chain_heads VALUES (?, ?, ?)",
+                        [chain, newest, newest_sha256])
     cur.execute("COMMIT")
-    return Stored(bundle_id, receipt_id, digest, seq)
+    return stored
+
+
+# Column order and Arrow types of rms_bundles and rms_receipts (sql/schema.sql).
+BUNDLE_COLUMNS = (
+    ("bundle_id", pa.string()), ("created_at", pa.timestamp("us", "UTC")),
+    ("namespace_id", pa.string()), ("session_id", pa.string()), ("query_text", pa.string()),
+    ("context_format", pa.string()), ("budget", pa.int32()), ("available", pa.int32()),
+    ("tokens_used", pa.int32()), ("context", pa.string()), ("context_sha256", pa.string()),
+    ("flags", pa.list_(pa.string())), ("included_count", pa.int32()),
+    ("excluded_count", pa.int32()), ("str_mean", pa.float64()), ("str_p10", pa.float64()),
+    ("budget_efficiency", pa.float64()), ("budget_waste", pa.float64()),
+    ("inputs", pa.string()))
+RECEIPT_COLUMNS = (
+    ("receipt_id", pa.string()), ("bundle_id", pa.string()),
+    ("created_at", pa.timestamp("us", "UTC")), ("chain_namespace", pa.string()),
+    ("seq", pa.int64()), ("prev_sha256", pa.string()), ("receipt_version", pa.int32()),
+    ("receipt", pa.string()), ("receipt_sha256", pa.string()), ("context_sha256", pa.string()))
+
+
+def _insert(cur, table: str, columns: tuple[tuple[str, pa.DataType], ...],
+            rows: list[tuple[Any, ...]]) -> None:
+    """One row as parameters; more through one Arrow scan rather than a statement each."""
+    if len(rows) == 1:
+        cur.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(columns))})",
+                    list(rows[0]))
+        return
+    arrow = pa.table([pa.array([row[i] for row in rows], kind)
+                      for i, (_, kind) in enumerate(columns)],
+                     names=[name for name, _ in columns])
+    cur.register("rms_batch_rows", arrow)
+    try:
+        cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rms_batch_rows")
+    finally:
+        cur.unregister("rms_batch_rows")
 
 
 def _tip(cur, chain: str, scan: bool) -> tuple[int | None, str | None, bool]:
