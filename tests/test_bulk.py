@@ -200,12 +200,31 @@ def test_a_slice_packed_before_skips_its_forecast_and_gives_the_same_bytes(monke
         assert used == len(enc.encode_ordinary(context)) <= 160 - 100
 
 
+def test_a_slice_that_opens_with_empty_lists_is_still_forecast(monkeypatch):
+    """Empty lists (or budgets <= 0) prove nothing cached: the probe skipped the forecast
+    of a slice whose first 16 lists were NULL (review of stop 24)."""
+    import pyarrow as pa
+
+    monkeypatch.setattr(batches, "BATCH_THRESHOLD_CHARS", 0)
+    warmed = []
+    real = batches.warm_counter
+    monkeypatch.setattr(batches, "warm_counter",
+                        lambda c, lines, **kw: warmed.append(len(lines)) or real(c, lines, **kw))
+    rows = [[{"id": f"g{g}n{i}", "score": 0.5, "content": f"memory {g}-{i} of the plan"}
+             for i in range(4)] for g in range(8)]
+    lists = pa.array([None] * batches.FORECAST_PROBE + [[]] * 2 + rows)
+    clear_line_cache()
+    clear_render_memos()
+    batches.pack_lists(lists, [300] * len(lists), [None] * len(lists), processes=2)
+    assert sum(warmed) > 0
+
+
 @pytest.mark.slow  # two GROUP BYs of 4,100 bundles
 def test_duckdb_threads_take_turns_to_pack_and_get_the_same_bundles(monkeypatch):
-    """A GROUP BY on two DuckDB threads runs one pack_context call at a time (the packer is
-    Python: two at once only took turns for the GIL, more slowly), with the same bytes."""
+    """A GROUP BY on two DuckDB threads packs one bundle at a time (the packer is Python:
+    two at once only trade the GIL), with the same bytes as on one thread."""
     active, peak, lock = [0], [0], threading.Lock()
-    real = udfs.pack_lists
+    real = batches.pack_candidates
 
     def watched(*args, **kwargs):
         with lock:
@@ -217,7 +236,7 @@ def test_duckdb_threads_take_turns_to_pack_and_get_the_same_bundles(monkeypatch)
             with lock:
                 active[0] -= 1
 
-    monkeypatch.setattr(udfs, "pack_lists", watched)
+    monkeypatch.setattr(batches, "pack_candidates", watched)
     sql = ("SELECT q, b.context, b.receipt FROM (SELECT q, pack_context(list({'id': id, "
            "'score': score, 'content': content}), 200) AS b FROM c GROUP BY q) ORDER BY q")
     out = []
@@ -230,3 +249,35 @@ def test_duckdb_threads_take_turns_to_pack_and_get_the_same_bundles(monkeypatch)
         con.close()
     assert peak[0] == 1
     assert out[0] == out[1]
+
+
+def test_a_child_forked_while_another_thread_packs_can_pack():
+    """The packing lock is held by whichever thread packs; a fork taken meanwhile copied it
+    locked, and every pack in the child then waited for ever (review of stop 24)."""
+    import os
+    import signal
+
+    import pyarrow as pa
+
+    held, release = threading.Event(), threading.Event()
+
+    def packing():  # another thread, mid-pack
+        with batches._PACK_LOCK[0]:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=packing)
+    thread.start()
+    held.wait(30)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)  # a hung child dies of SIGALRM instead of hanging the test
+            table = pa.Table.from_pylist([{"q": 1, "id": "a", "score": 0.5, "content": "hi"}])
+            batches.pack_batches(table, by="q", budget=200, processes=1)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        thread.join()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -174,7 +174,7 @@ def _group_by(plan, enc) -> dict[str, Any]:
     # The loop's encoding is loaded already; so are the costing workers' before timing
     # (a process pays their start once, reported apart). Round 7 and earlier timed a
     # single run that included it.
-    t_start = _wall(start_pool, plan.processes, enc.name)[0]
+    t_start = _wall(start_pool, None, enc.name)[0]  # every core, as pack_context costs
     ratios, packs, loops = [], [], []
     for _ in range(max(2, plan.bulk_repeats)):
         t_loop = _wall(_texts_loop, encode, texts)[0]

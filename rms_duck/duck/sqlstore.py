@@ -24,12 +24,10 @@ import pyarrow as pa
 from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ReceiptError, RmsError
-from ..packing.batches import candidate_rows, in_group
-from ..packing.pipeline import pack_candidates
+from ..packing.batches import candidate_rows, in_group, pack_in_turn
 from .batchstore import BATCH_ROWS
 from .cursors import cursor
 from .storage import Pending, append_pending, pending_bundle
-from .udfs import PACK_LOCK
 
 STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")
 
@@ -40,8 +38,7 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
     def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
                       configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
                       sessions: pa.ChunkedArray) -> pa.Array:
-        with PACK_LOCK:  # as pack_context: one DuckDB thread at a time runs the packer
-            pending = _packed(candidates, budgets, configs, namespaces, sessions)
+        pending = _packed(candidates, budgets, configs, namespaces, sessions)
         out: list[str] = []
         cur = cursor(con)
         try:
@@ -75,7 +72,7 @@ def _packed(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray, configs: pa.C
                 config = parsed[raw] = parse_config(raw)
             # A NULL struct in the list reaches to_candidates, which names it.
             validated = to_candidates(rows or [])  # type: ignore[arg-type]
-            bundle = pack_candidates(validated, budget=budget, config=config)
+            bundle = pack_in_turn(validated, budget=budget, config=config)
         except RmsError as exc:
             raise in_group(exc, rows) from exc.__cause__
         packed.append((bundle, validated, namespace, session))

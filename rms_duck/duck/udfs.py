@@ -8,7 +8,6 @@ Arrow array of the same length. Errors propagate as RmsError subclasses, so SQL 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,14 +35,7 @@ def pack_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
              configs: pa.ChunkedArray) -> pa.Array:
     """One bundle per row: the rows of a GROUP BY pack in one call per 2,048 groups, on the
     path pack_batches() and the cluster recipes share (packing/batches.py)."""
-    # One DuckDB thread at a time packs: the packer is Python, so a second thread could only
-    # take turns with it for the GIL, and taking turns cost 9-15% of a GROUP BY's time
-    # (docs/performance.md, round 8). The packer runs no SQL, so it never waits on DuckDB.
-    with PACK_LOCK:
-        return pack_lists(candidates, budgets.to_pylist(), configs.to_pylist())
-
-
-PACK_LOCK = threading.Lock()
+    return pack_lists(candidates, budgets.to_pylist(), configs.to_pylist())
 
 
 def token_count_udf(texts: pa.ChunkedArray, encodings: pa.ChunkedArray) -> pa.Array:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..columnar import Row, candidate_field, check_columns, intake, plain_type, plain_types
 from ..config import PackingConfig, parse_config
@@ -160,7 +162,7 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
             # A row not ready gets no counter: pack_candidates then reports its error.
             counter = _counter(counters, config.encoding) if i < ready else None
             try:
-                bundle = pack_candidates(rows, budget=budget, config=config, counter=counter)
+                bundle = pack_in_turn(rows, budget=budget, config=config, counter=counter)
             except RmsError as exc:
                 raise in_group(exc, rows) from exc.__cause__
             row = bundle_row(bundle)
@@ -171,6 +173,26 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
     if not chunks:
         return pa.array([], type=out_type)
     return pa.concat_arrays(chunks)
+
+
+def pack_in_turn(rows: Sequence[Any], *, budget: Any, config: PackingConfig,
+                 counter: LineCounter | None = None) -> MemoryBundle:
+    """pack_candidates() holding the packing lock: one thread packs one bundle at a time.
+
+    The packer is Python, so threads packing at once (DuckDB's UDF threads, a caller's own)
+    only take turns for the GIL. Taking turns per bundle instead keeps them from trading
+    the GIL inside a pack, and a small pack from another connection waits for one bundle,
+    not for a whole GROUP BY (a lock per call made it wait seconds: performance.md, round 8).
+    """
+    with _PACK_LOCK[0]:
+        return pack_candidates(rows, budget=budget, config=config, counter=counter)
+
+
+# In a list so that a forked child can be given a fresh lock: a fork taken while another
+# thread packs would otherwise leave the child's copy locked for ever.
+_PACK_LOCK = [threading.Lock()]
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=lambda: _PACK_LOCK.__setitem__(0, threading.Lock()))
 
 
 def in_group(exc: RmsError, rows: Sequence[Any] | None) -> RmsError:
@@ -242,7 +264,7 @@ def _prepare(jobs: list[list[Any]], counters: dict[str, LineCounter],
     bulk = chars >= BATCH_THRESHOLD_CHARS and (processes or default_processes()) >= 2
     if line_costs is None and not bulk:
         return ready
-    if _forecast_known(jobs[:min(ready, FORECAST_PROBE)], counters, line_costs):
+    if _forecast_known(jobs[:min(ready, FORECAST_PROBE)], counters):
         # A slice this process has packed before: its first bundles' lines are all cached,
         # so forecasting the rest would render every line only to find it cached too.
         return ready
@@ -263,24 +285,23 @@ def _prepare(jobs: list[list[Any]], counters: dict[str, LineCounter],
     return ready
 
 
-def _forecast_known(probe: list[list[Any]], counters: dict[str, LineCounter],
-                    line_costs: LineCosts | None) -> bool:
-    """True when every line the first bundles of a slice will likely need is cached.
+def _forecast_known(probe: list[list[Any]], counters: dict[str, LineCounter]) -> bool:
+    """True when every line the first bundles of a slice will likely need is cached, and
+    at least one of them has lines (a slice that opens with empty lists proves nothing).
 
     Only a forecast's speed depends on it: a line it misses is costed when the packer first
     needs it, and a cached cost is the exact cost of that exact line, so bundles are the
-    same bytes either way (tests/test_batches.py checks a warm and a cold slice)."""
-    if not probe:
-        return False
+    same bytes either way (tests/test_bulk.py checks a warm and a cold slice). The frame
+    lines a forecast loads from stored costs are left out: a pack costs them on demand,
+    a handful per slice."""
+    checked = False
     for rows, budget, config in probe:
         if budget <= 0 or not rows:
             continue
-        wanted = likely_lines(rows, config, budget)
-        if line_costs is not None:
-            wanted += frame_lines(rows, config, budget)
-        if _counter(counters, config.encoding).unseen(wanted):
+        if _counter(counters, config.encoding).unseen(likely_lines(rows, config, budget)):
             return False
-    return True
+        checked = True
+    return checked
 
 
 def _whole(budget: object) -> bool:
