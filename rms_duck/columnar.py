@@ -13,7 +13,7 @@ pyarrow is imported inside the functions: the core stays importable without it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -84,27 +84,34 @@ def candidate_field(name: str) -> str | None:
     return _LOWER_FIELDS.get(name.lower()) if name.isascii() else None
 
 
-def check_columns(names: list[str]) -> None:
+def check_columns(names: list[str], *, exact: Collection[str] = ()) -> None:
     """A table or query without an id, score or content column is refused as a whole:
     otherwise its first row's error (field 'id' is required, got None) hides the cause.
     So is one with two columns of one candidate field (SELECT *, 1 - score AS score, or
     score beside Score): which of them is meant cannot be told, and SQL's subquery would
-    keep the first."""
+    keep the first. Names in `exact` (pack_batches' group keys) feed a field only when
+    spelled exactly like it."""
     feeding: dict[str, list[str]] = {}
     for name in names:
-        field = candidate_field(name)
+        field = (name if name in _FIELD_NAMES else None) if name in exact else candidate_field(name)
         if field is not None:
             feeding.setdefault(field, []).append(name)
     twice = sorted(field for field, columns in feeding.items() if len(columns) > 1)
     if twice:
         columns = feeding[twice[0]]
-        what = (f"{len(columns)} columns named {twice[0]!r}" if len(set(columns)) == 1
-                else f"columns {', '.join(repr(c) for c in columns)} for field {twice[0]!r} "
-                     "(names match without regard to case)")
+        given = ", ".join(repr(n) for n in names[:20])
+        if len(set(columns)) == 1:
+            raise CandidateError(
+                f"the candidate rows have {len(columns)} columns named {twice[0]!r} (columns "
+                f"given: {given}); give each column its own name, for example SELECT * "
+                f"EXCLUDE ({columns[0]}), ... AS {twice[0]}")
+        other = next(c for c in columns if c != twice[0])
         raise CandidateError(
-            f"the candidate rows have {what} (columns given: "
-            f"{', '.join(repr(n) for n in names[:20])}); give each column its own name, "
-            f"for example SELECT * EXCLUDE ({columns[0]}), ... AS {twice[0]}")
+            f"the candidate rows have columns {', '.join(repr(c) for c in columns)} for field "
+            f"{twice[0]!r} (names match the fields without regard to case, as in SQL; "
+            f"columns given: {given}); keep one: rename or drop the other, for example "
+            f"df.rename(columns={{{other!r}: 'node_{twice[0].lower()}'}}) or SELECT * "
+            f'EXCLUDE ("{other}")')
     missing = [name for name in _REQUIRED if name not in feeding]
     if not missing:
         return

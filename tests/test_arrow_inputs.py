@@ -255,7 +255,8 @@ def test_column_names_match_candidate_fields_without_regard_to_case(mcon, kind):
 def test_columns_of_one_field_in_two_cases_are_refused(mcon, kind):
     from rms_duck.errors import CandidateError
 
-    with pytest.raises(CandidateError, match="columns 'id', 'ID' for field 'id'"):
+    with pytest.raises(CandidateError, match="columns 'id', 'ID' for field 'id' .*rename or "
+                       r"drop the other, for example df.rename\(columns=\{'ID': 'node_id'\}\)"):
         if kind == "query":
             rms_duck.pack(mcon, "SELECT 'a' AS id, 'b' AS \"ID\", 0.5 AS score, 'x' AS content",
                           budget=300, store=False)
@@ -305,3 +306,22 @@ def test_only_ascii_case_is_folded_as_duckdb_folds_it():
     matched = duck.execute("SELECT CAST([{'TOKEN_COST_ESTIMATE': 5}] AS "
                            "STRUCT(token_cost_estimate INT)[])").fetchall()[0][0][0]
     assert list(matched.values()) == [5]
+
+
+def test_a_group_key_feeds_a_candidate_field_only_when_named_exactly():
+    """by='Type' (or ID, Session_ID) stays a key alone, as before names matched without
+    regard to case; a key named exactly like a field (session_id) still feeds it
+    (review of stop 24: by='Type' with values email/chat was refused as a node type)."""
+    rows = [{"id": "a", "score": 0.5, "content": "first"},
+            {"id": "b", "score": 0.4, "content": "second"}]
+    by_type = rms_duck.pack_batches(pa.Table.from_pylist(
+        [{**row, "Type": kind} for row, kind in zip(rows, ["email", "chat"], strict=True)]),
+        by="Type", budget=300)
+    assert by_type.column("Type").to_pylist() == ["chat", "email"]
+    by_id = rms_duck.pack_batches(pa.Table.from_pylist([{**row, "ID": row["id"]} for row in rows]),
+                                  by="ID", budget=300)
+    assert by_id.num_rows == 2
+    for key, feeds in (("session_id", True), ("Session_ID", False)):
+        table = pa.Table.from_pylist([{**row, key: "s1"} for row in rows])
+        inputs = rms_duck.pack_batches(table, by=key, budget=300, inputs=True)
+        assert ('"session_id":"s1"' in inputs.column("inputs")[0].as_py()) is feeds, key
