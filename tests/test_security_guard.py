@@ -101,3 +101,48 @@ def test_bad_limits_are_config_errors(con, kwargs, message):
     with pytest.raises(ConfigError, match=message):
         rms_duck.pack(con, "SELECT 'a' AS id, 0.5 AS score, 'c' AS content", budget=300,
                       store=False, **kwargs)
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM notes", "SELECT * FROM main.notes",
+                                 "SELECT * FROM my.db.notes"])
+def test_a_name_duckdb_would_not_find_never_reaches_a_python_variable(sql):
+    """A table only in an attached database passed the guard under names DuckDB does not
+    resolve to it (bare, main.x; and my.db.notes for a database named "my.db"), and DuckDB
+    then read the caller's DataFrame of that name instead (review of stop 24)."""
+    import pandas as pd
+
+    notes = pd.DataFrame({"id": ["PYVAR"], "score": [1.0], "content": ["from a variable"]})
+    assert len(notes) == 1  # the replacement scan would find it in this frame
+    con = rms_duck.connect()
+    try:
+        con.execute("ATTACH ':memory:' AS d")
+        con.execute("ATTACH ':memory:' AS \"my.db\"")
+        for db in ("d", '"my.db"'):
+            con.execute(f"CREATE TABLE {db}.main.notes AS SELECT 'REAL' AS id, 1.0 AS score, "
+                        "'real row' AS content")
+        con.execute("SET GLOBAL python_scan_all_frames = true")
+        with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
+            rms_duck.pack(con, sql, budget=200, store=False)
+        assert '"real row"' in rms_duck.pack(con, "SELECT * FROM d.notes", budget=200,
+                                             store=False).context
+    finally:
+        con.close()
+
+
+def test_temp_names_and_use_resolve_as_duckdb_resolves_them():
+    con = rms_duck.connect()
+    try:
+        con.execute("CREATE TEMP TABLE picks AS SELECT 'n1' AS id")
+        con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'home' AS content")
+        con.execute("ATTACH ':memory:' AS d")
+        con.execute("CREATE TABLE d.main.notes AS SELECT 'n1' AS id, 0.5 AS score, "
+                    "'attached' AS content")
+        sql = "SELECT n.* FROM notes n JOIN {} p USING (id)"
+        assert '"home"' in rms_duck.pack(con, sql.format("temp.picks"), budget=200,
+                                         store=False).context
+        # On the connection itself (it reads a TEMP table), after USE d: notes is d's.
+        con.execute("USE d")
+        assert '"attached"' in rms_duck.pack(con, sql.format("picks"), budget=200,
+                                             store=False).context
+    finally:
+        con.close()

@@ -58,14 +58,18 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     query = None
     if isinstance(candidates, str):
         with _connection_lock(con):  # threads may share `con`: it refuses a second caller
-            local = connection_local_tables(con)
+            local, using = connection_local_tables(con)
         # TEMP objects and registered DataFrames are visible only on `con` itself.
         checked = check_query(candidates, dialect, tables=known_tables(con) | local)
+        on_connection = bool(local & set(checked.tables))
+        if on_connection:
+            # Run on `con`, whose bare names resolve in the database USE chose.
+            checked = check_query(candidates, dialect, tables=known_tables(con, using) | local)
         if reads_lexical_index(checked.sql):
             with _connection_lock(con):
                 ensure_index(con)
         rows: Sequence[Any]
-        if local & set(checked.tables):
+        if on_connection:
             with _connection_lock(con):
                 rows = _run_read_only(con, checked.sql, params, on_connection=True,
                                       timeout=timeout, max_rows=max_rows)
@@ -124,22 +128,32 @@ def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any,
         pass
 
 
-def known_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """Every table and view name a query may read: bare, schema- and catalog-qualified."""
+def known_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> set[str]:
+    """Every table and view name a query may read, as DuckDB resolves it from `database`
+    (default: the one a cursor starts in): db.schema.name anywhere; db.name for a
+    database's main schema; schema.name and a bare name only inside `database` (a bare
+    name found in no searched schema would become a file or Python-variable scan). Names
+    with a dot in a part are left out: joined with dots they would read as other parts."""
     cur = con.cursor()  # never the shared connection: another thread may be using it
     try:
         rows = cur.execute(
-            "SELECT database_name, schema_name, table_name FROM duckdb_tables() "
-            "WHERE NOT internal UNION ALL SELECT database_name, schema_name, view_name "
-            "FROM duckdb_views() WHERE NOT internal").fetchall()
+            "SELECT database_name, schema_name, table_name, current_database() FROM "
+            "duckdb_tables() WHERE NOT internal UNION ALL SELECT database_name, schema_name, "
+            "view_name, current_database() FROM duckdb_views() WHERE NOT internal").fetchall()
     finally:
         cur.close()
     names: set[str] = set()
-    for database, schema, name in rows:
-        database, schema, name = database.lower(), schema.lower(), name.lower()
-        names.update((name, f"{schema}.{name}", f"{database}.{schema}.{name}"))
-        if schema == "main":  # d.notes: an attached database d's table in its main schema
-            names.add(f"{database}.{name}")
+    for db, schema, name, current in rows:
+        if "." in db or "." in schema or "." in name:
+            continue
+        db, schema, name = db.lower(), schema.lower(), name.lower()
+        names.add(f"{db}.{schema}.{name}")
+        if schema == "main":
+            names.add(f"{db}.{name}")  # d.notes: an attached database d's main schema
+        if db == (database if database is not None else current).lower():
+            names.add(f"{schema}.{name}")
+            if schema == "main":
+                names.add(name)
     return names
 
 
@@ -157,18 +171,24 @@ def _connection_lock(con: duckdb.DuckDBPyConnection) -> threading.Lock:
         return lock
 
 
-def connection_local_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+def connection_local_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[str], str]:
     """Names (bare and qualified) of TEMP tables and views, registered DataFrames included:
-    objects only this connection sees, so a query reading one must run on it, not a cursor."""
+    objects only this connection sees, so a query reading one must run on it, not a cursor.
+    Also the database the connection's bare names resolve in (it follows USE)."""
     rows = con.execute(
-        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'temp' "
-        "UNION ALL SELECT schema_name, view_name FROM duckdb_views() "
-        "WHERE database_name = 'temp' AND NOT internal").fetchall()
+        "SELECT schema_name, table_name, current_database() FROM duckdb_tables() "
+        "WHERE database_name = 'temp' UNION ALL SELECT schema_name, view_name, "
+        "current_database() FROM duckdb_views() WHERE database_name = 'temp' AND NOT internal "
+        "UNION ALL SELECT NULL, NULL, current_database()").fetchall()
     names: set[str] = set()
-    for schema, name in rows:
-        names.update((name.lower(), f"{schema.lower()}.{name.lower()}",
-                      f"temp.{schema.lower()}.{name.lower()}"))
-    return names
+    for schema, name, _ in rows:
+        if schema is None or "." in schema or "." in name:
+            continue
+        schema, name = schema.lower(), name.lower()
+        names.update((name, f"{schema}.{name}", f"temp.{schema}.{name}"))
+        if schema == "main":
+            names.add(f"temp.{name}")
+    return names, rows[-1][2]
 
 
 _BATCH_ROWS = 10_000
