@@ -146,3 +146,60 @@ def test_temp_names_and_use_resolve_as_duckdb_resolves_them():
                                              store=False).context
     finally:
         con.close()
+
+
+LEAKS_THROUGH_A_CTE_ELSEWHERE = [
+    "SELECT * FROM (WITH secret AS (SELECT 1 AS a) SELECT * FROM secret) t, secret",
+    "SELECT *, (WITH secret AS (SELECT 1 AS v) SELECT v FROM secret) FROM secret",
+    "(WITH secret AS (SELECT 1) SELECT * FROM notes) UNION ALL BY NAME (SELECT * FROM secret)",
+    # DuckDB reads no CTE before its definition: this `secret` is the catalog's, or a scan.
+    "WITH a AS (SELECT * FROM secret), secret AS (SELECT * FROM notes) SELECT * FROM a",
+]
+
+
+@pytest.mark.parametrize("sql", LEAKS_THROUGH_A_CTE_ELSEWHERE)
+def test_a_cte_name_counts_only_where_duckdb_scopes_it(sql):
+    """The guard took any name that some CTE in the query had, even out of that CTE's
+    scope, where DuckDB resolved it through the replacement scan and read the caller's
+    DataFrame `secret` (review of stop 24; it predates that stop)."""
+    import pandas as pd
+
+    secret = pd.DataFrame({"id": ["S1"], "score": [1.0], "content": ["LEAKED-SECRET"]})
+    assert len(secret) == 1  # the replacement scan would find it in this frame
+    con = rms_duck.connect()
+    try:
+        con.execute("SET GLOBAL python_scan_all_frames = true")
+        con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
+        with pytest.raises(QueryRejectedError, match="'secret' in .* is not a table, view or CTE"):
+            rms_duck.pack(con, sql, budget=300, store=False)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "WITH b AS (SELECT * FROM notes), a AS (SELECT * FROM b) SELECT * FROM a",
+    "WITH RECURSIVE r AS (SELECT id, score, content FROM notes UNION ALL "
+    "SELECT id, score, content FROM r WHERE false) SELECT * FROM r",
+    "WITH x AS (SELECT * FROM notes) SELECT * FROM (SELECT * FROM x) s",
+    "WITH x AS (SELECT * FROM notes) SELECT * FROM x UNION ALL SELECT * FROM x",
+    "SELECT * FROM notes WHERE id IN (WITH y AS (SELECT 'n1' AS id) SELECT id FROM y)",
+])
+def test_ctes_in_scope_still_pass(con, sql):
+    con.execute("CREATE OR REPLACE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, "
+                "'ok' AS content")
+    assert '"ok"' in rms_duck.pack(con, sql, budget=300, store=False).context
+    assert "notes" in check_query(sql).tables
+
+
+def test_after_use_a_query_on_temp_tables_may_name_the_used_databases_tables():
+    """It was checked against the default database first and rejected (review of stop 24)."""
+    con = rms_duck.connect()
+    try:
+        con.execute("ATTACH ':memory:' AS o")
+        con.execute("CREATE TABLE o.onlyo AS SELECT 'n1' AS id, 0.5 AS score, 'in o' AS content")
+        con.execute("CREATE TEMP TABLE picks AS SELECT 'n1' AS id")
+        con.execute("USE o")
+        assert '"in o"' in rms_duck.pack(con, "SELECT onlyo.* FROM onlyo JOIN picks USING (id)",
+                                         budget=300, store=False).context
+    finally:
+        con.close()

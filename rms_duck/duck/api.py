@@ -59,12 +59,12 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     if isinstance(candidates, str):
         with _connection_lock(con):  # threads may share `con`: it refuses a second caller
             local, using = connection_local_tables(con)
-        # TEMP objects and registered DataFrames are visible only on `con` itself.
-        checked = check_query(candidates, dialect, tables=known_tables(con) | local)
-        on_connection = bool(local & set(checked.tables))
-        if on_connection:
-            # Run on `con`, whose bare names resolve in the database USE chose.
-            checked = check_query(candidates, dialect, tables=known_tables(con, using) | local)
+        # TEMP objects and registered DataFrames are visible only on `con` itself, whose bare
+        # names resolve in the database USE chose; a cursor's, in the one it was opened on.
+        # So where the query runs decides which names it may use.
+        on_connection = bool(local & set(check_query(candidates, dialect).tables))
+        checked = check_query(candidates, dialect,
+                              tables=known_tables(con, using if on_connection else None) | local)
         if reads_lexical_index(checked.sql):
             with _connection_lock(con):
                 ensure_index(con)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import sqlglot
@@ -134,15 +134,59 @@ def check_query(sql: str, dialect: str = "duckdb", *,
 
 
 def tables_read(tree: exp.Expr) -> tuple[str, ...]:
-    """The tables and views a query names in FROM and JOIN, CTEs left out, sorted."""
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    """The tables and views a query names in FROM and JOIN, CTEs in scope left out, sorted."""
+    in_scope = cte_scopes()
     names = set()
     for node in tree.find_all(exp.Table):
         if isinstance(node.this, exp.Identifier):
             dotted = ".".join(part.name for part in node.parts).lower()
-            if not (len(node.parts) == 1 and dotted in ctes):
+            if not (len(node.parts) == 1 and dotted in in_scope(node)):
                 names.add(dotted)
     return tuple(sorted(names))
+
+
+def cte_scopes() -> Callable[[exp.Expr], frozenset[str]]:
+    """A function giving the CTE names a node may read, as DuckDB scopes them: those of
+    every enclosing WITH, but inside a CTE's body only the CTEs before it in its own WITH
+    (and itself when RECURSIVE). A name from a WITH elsewhere in the query is not in scope:
+    DuckDB reads it as a table, or through its replacement scan as a file or a Python
+    variable (review of stop 24: `FROM (WITH secret AS (...) ...) t, secret`).
+
+    Each node's set is derived from its parent's, remembered, so a query costs linear time.
+    """
+    memo: dict[int, frozenset[str]] = {}
+
+    def visible(node: exp.Expr) -> frozenset[str]:
+        chain = []
+        step: exp.Expr | None = node
+        while step is not None and id(step) not in memo:
+            chain.append(step)
+            step = step.parent
+        for child in reversed(chain):
+            memo[id(child)] = _scope_of(child, memo)
+        return memo[id(node)]
+
+    return visible
+
+
+def _scope_of(node: exp.Expr, memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    parent = node.parent
+    if parent is None:
+        return frozenset()
+    above = memo[id(parent)]
+    if isinstance(parent, exp.With):  # node is one of its CTEs: the ones before it, or all
+        names = []               # of them up to itself when the WITH is RECURSIVE
+        for cte in parent.expressions:
+            if cte is node:
+                if parent.args.get("recursive"):
+                    names.append(cte.alias_or_name.lower())
+                break
+            names.append(cte.alias_or_name.lower())
+        return above | frozenset(names)
+    with_ = parent.args.get("with_") or parent.args.get("with")  # sqlglot 30 names it with_
+    if isinstance(with_, exp.With) and with_ is not node:
+        return above | frozenset(cte.alias_or_name.lower() for cte in with_.expressions)
+    return above
 
 
 def fingerprint(tree: exp.Expr) -> str:
@@ -199,7 +243,7 @@ def _parse_one(sql: str, dialect: str) -> exp.Expr:
 def _check_tree(tree: exp.Expr, sql: str, tables: frozenset[str] | None) -> None:
     if not isinstance(tree, _ROOTS):
         raise _reject(f"{_statement_kind(tree, sql)} statement", sql)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    in_scope = cte_scopes()
     for node in tree.walk():
         if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
             _check_table_function(node.this, sql)
@@ -208,7 +252,7 @@ def _check_tree(tree: exp.Expr, sql: str, tables: frozenset[str] | None) -> None
         if isinstance(node, exp.Select) and node.args.get("into") is not None:
             raise _reject("SELECT ... INTO", sql)
         if isinstance(node, exp.Table):
-            _check_table(node, sql, tables, ctes)
+            _check_table(node, sql, tables, in_scope)
         if isinstance(node, exp.Func):
             name = _func_name(node)
             if _FILE_FUNCTIONS.match(name) or type(node).__name__.startswith("Read"):
@@ -216,7 +260,7 @@ def _check_tree(tree: exp.Expr, sql: str, tables: frozenset[str] | None) -> None
 
 
 def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
-                 ctes: set[str]) -> None:
+                 in_scope: Callable[[exp.Expr], frozenset[str]]) -> None:
     this = node.this
     if isinstance(this, exp.Func):
         _check_table_function(this, sql)
@@ -233,7 +277,7 @@ def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
     if any(_PATH_CHARS.search(part) for part in parts) or _FILE_SUFFIX.search(dotted):
         raise _reject(f"a file or URL in FROM ({node.sql()})", sql)
     if tables is not None and dotted.lower() not in tables and not (
-            len(parts) == 1 and dotted.lower() in ctes):
+            len(parts) == 1 and dotted.lower() in in_scope(node)):
         raise QueryRejectedError(
             f"ranking query rejected: {dotted!r} in {_show(sql)} is not a table, view or CTE "
             "of this database (DuckDB would read an unknown name as a file or a Python "
