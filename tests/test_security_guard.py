@@ -105,7 +105,7 @@ def test_bad_limits_are_config_errors(con, kwargs, message):
 
 @pytest.mark.parametrize("sql", ["SELECT * FROM notes", "SELECT * FROM main.notes",
                                  "SELECT * FROM my.db.notes"])
-def test_a_name_duckdb_would_not_find_never_reaches_a_python_variable(sql):
+def test_a_name_duckdb_would_not_find_never_reaches_a_python_variable(con, sql):
     """A table only in an attached database passed the guard under names DuckDB does not
     resolve to it (bare, main.x; and my.db.notes for a database named "my.db"), and DuckDB
     then read the caller's DataFrame of that name instead (review of stop 24)."""
@@ -113,39 +113,31 @@ def test_a_name_duckdb_would_not_find_never_reaches_a_python_variable(sql):
 
     notes = pd.DataFrame({"id": ["PYVAR"], "score": [1.0], "content": ["from a variable"]})
     assert len(notes) == 1  # the replacement scan would find it in this frame
-    con = rms_duck.connect()
-    try:
-        con.execute("ATTACH ':memory:' AS d")
-        con.execute("ATTACH ':memory:' AS \"my.db\"")
-        for db in ("d", '"my.db"'):
-            con.execute(f"CREATE TABLE {db}.main.notes AS SELECT 'REAL' AS id, 1.0 AS score, "
-                        "'real row' AS content")
-        con.execute("SET GLOBAL python_scan_all_frames = true")
-        with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
-            rms_duck.pack(con, sql, budget=200, store=False)
-        assert '"real row"' in rms_duck.pack(con, "SELECT * FROM d.notes", budget=200,
-                                             store=False).context
-    finally:
-        con.close()
-
-
-def test_temp_names_and_use_resolve_as_duckdb_resolves_them():
-    con = rms_duck.connect()
-    try:
-        con.execute("CREATE TEMP TABLE picks AS SELECT 'n1' AS id")
-        con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'home' AS content")
-        con.execute("ATTACH ':memory:' AS d")
-        con.execute("CREATE TABLE d.main.notes AS SELECT 'n1' AS id, 0.5 AS score, "
-                    "'attached' AS content")
-        sql = "SELECT n.* FROM notes n JOIN {} p USING (id)"
-        assert '"home"' in rms_duck.pack(con, sql.format("temp.picks"), budget=200,
+    con.execute("ATTACH ':memory:' AS d")
+    con.execute("ATTACH ':memory:' AS \"my.db\"")
+    for db in ("d", '"my.db"'):
+        con.execute(f"CREATE TABLE {db}.main.notes AS SELECT 'REAL' AS id, 1.0 AS score, "
+                    "'real row' AS content")
+    con.execute("SET GLOBAL python_scan_all_frames = true")
+    with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
+        rms_duck.pack(con, sql, budget=200, store=False)
+    assert '"real row"' in rms_duck.pack(con, "SELECT * FROM d.notes", budget=200,
                                          store=False).context
-        # On the connection itself (it reads a TEMP table), after USE d: notes is d's.
-        con.execute("USE d")
-        assert '"attached"' in rms_duck.pack(con, sql.format("picks"), budget=200,
-                                             store=False).context
-    finally:
-        con.close()
+
+
+def test_temp_names_and_use_resolve_as_duckdb_resolves_them(con):
+    con.execute("CREATE TEMP TABLE picks AS SELECT 'n1' AS id")
+    con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'home' AS content")
+    con.execute("ATTACH ':memory:' AS d")
+    con.execute("CREATE TABLE d.main.notes AS SELECT 'n1' AS id, 0.5 AS score, "
+                "'attached' AS content")
+    sql = "SELECT n.* FROM notes n JOIN {} p USING (id)"
+    assert '"home"' in rms_duck.pack(con, sql.format("temp.picks"), budget=200,
+                                     store=False).context
+    # On the connection itself (it reads a TEMP table), after USE d: notes is d's.
+    con.execute("USE d")
+    assert '"attached"' in rms_duck.pack(con, sql.format("picks"), budget=200,
+                                         store=False).context
 
 
 LEAKS_THROUGH_A_CTE_ELSEWHERE = [
@@ -158,7 +150,7 @@ LEAKS_THROUGH_A_CTE_ELSEWHERE = [
 
 
 @pytest.mark.parametrize("sql", LEAKS_THROUGH_A_CTE_ELSEWHERE)
-def test_a_cte_name_counts_only_where_duckdb_scopes_it(sql):
+def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql):
     """The guard took any name that some CTE in the query had, even out of that CTE's
     scope, where DuckDB resolved it through the replacement scan and read the caller's
     DataFrame `secret` (review of stop 24; it predates that stop)."""
@@ -166,14 +158,10 @@ def test_a_cte_name_counts_only_where_duckdb_scopes_it(sql):
 
     secret = pd.DataFrame({"id": ["S1"], "score": [1.0], "content": ["LEAKED-SECRET"]})
     assert len(secret) == 1  # the replacement scan would find it in this frame
-    con = rms_duck.connect()
-    try:
-        con.execute("SET GLOBAL python_scan_all_frames = true")
-        con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
-        with pytest.raises(QueryRejectedError, match="'secret' in .* is not a table, view or CTE"):
-            rms_duck.pack(con, sql, budget=300, store=False)
-    finally:
-        con.close()
+    con.execute("SET GLOBAL python_scan_all_frames = true")
+    con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
+    with pytest.raises(QueryRejectedError, match="'secret' in .* is not a table, view or CTE"):
+        rms_duck.pack(con, sql, budget=300, store=False)
 
 
 @pytest.mark.parametrize("sql", [
@@ -191,15 +179,11 @@ def test_ctes_in_scope_still_pass(con, sql):
     assert "notes" in check_query(sql).tables
 
 
-def test_after_use_a_query_on_temp_tables_may_name_the_used_databases_tables():
+def test_after_use_a_query_on_temp_tables_may_name_the_used_databases_tables(con):
     """It was checked against the default database first and rejected (review of stop 24)."""
-    con = rms_duck.connect()
-    try:
-        con.execute("ATTACH ':memory:' AS o")
-        con.execute("CREATE TABLE o.onlyo AS SELECT 'n1' AS id, 0.5 AS score, 'in o' AS content")
-        con.execute("CREATE TEMP TABLE picks AS SELECT 'n1' AS id")
-        con.execute("USE o")
-        assert '"in o"' in rms_duck.pack(con, "SELECT onlyo.* FROM onlyo JOIN picks USING (id)",
-                                         budget=300, store=False).context
-    finally:
-        con.close()
+    con.execute("ATTACH ':memory:' AS o")
+    con.execute("CREATE TABLE o.onlyo AS SELECT 'n1' AS id, 0.5 AS score, 'in o' AS content")
+    con.execute("CREATE TEMP TABLE picks AS SELECT 'n1' AS id")
+    con.execute("USE o")
+    assert '"in o"' in rms_duck.pack(con, "SELECT onlyo.* FROM onlyo JOIN picks USING (id)",
+                                     budget=300, store=False).context
