@@ -321,6 +321,12 @@ def test_a_group_key_feeds_a_candidate_field_only_when_named_exactly():
     by_id = rms_duck.pack_batches(pa.Table.from_pylist([{**row, "ID": row["id"]} for row in rows]),
                                   by="ID", budget=300)
     assert by_id.num_rows == 2
+    from rms_duck.errors import CandidateError
+
+    with pytest.raises(CandidateError, match="group key 'ID' feeds a field only when named "
+                                             "exactly"):
+        rms_duck.pack_batches(pa.Table.from_pylist([{"ID": "a", "score": 0.5, "content": "x"}]),
+                              by="ID", budget=300)
     for key, feeds in (("session_id", True), ("Session_ID", False)):
         table = pa.Table.from_pylist([{**row, key: "s1"} for row in rows])
         inputs = rms_duck.pack_batches(table, by=key, budget=300, inputs=True)

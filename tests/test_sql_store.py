@@ -63,6 +63,11 @@ def test_rms_store_appends_a_calls_bundles_in_batches_not_one_by_one(con, monkey
                        "min(b.session_id) FROM rms_receipts JOIN rms_bundles b USING "
                        "(bundle_id) WHERE chain_namespace = 'bulk'").fetchall() == [
         (list(range(1, 1201)), 1, "job-1")]
+    # Stamped a microsecond apart in chain order: time order is chain order (the session
+    # metrics view orders a session's bundles by time; a tie left it to random ids).
+    assert con.execute("SELECT list(seq ORDER BY created_at), count(DISTINCT created_at) "
+                       "FROM rms_receipts WHERE chain_namespace = 'bulk'").fetchall() == [
+        (list(range(1, 1201)), 1200)]
     packed = dict(con.execute(
         "SELECT q, pack_context(list({'id': id, 'score': score, 'content': content}), 200)"
         ".context_sha256 FROM many GROUP BY q").fetchall())
@@ -182,3 +187,34 @@ def test_a_budget_outside_32_bits_is_refused_with_the_range(con, fn, budget):
             in str(info.value))
     assert con.execute(f"SELECT pack_context({ONE}, -2147483648).flags").fetchall() == [
         (["BUDGET_ERROR"],)]
+
+
+def test_a_lagging_chain_head_is_recovered_by_a_store_of_many_bundles(con):
+    """A head row that names an older receipt makes the append collide on (chain, seq); the
+    retry scans the chain. With two or more bundles the collision was masked by the Arrow
+    insert's clean-up failing on the aborted transaction, and nothing retried (second
+    review of stop 24)."""
+    import pyarrow as pa
+
+    def lag():
+        con.execute("UPDATE rms_chain_heads SET seq = 1, receipt_sha256 = (SELECT "
+                    "receipt_sha256 FROM rms_receipts WHERE chain_namespace = 'ns' AND seq = 1) "
+                    "WHERE chain_namespace = 'ns'")
+
+    con.execute("CREATE TEMP TABLE t AS SELECT i AS g, 'n' || i AS id, 0.5 AS score, "
+                "'note ' || i AS content FROM range(3) t(i)")
+    store = ("SELECT g, rms_store(list({'id': id, 'score': score, 'content': content}), 300, "
+             "namespace := 'ns') FROM t GROUP BY g")
+    con.execute(store).fetchall()
+    lag()
+    con.execute(store).fetchall()
+    lag()
+    packed = rms_duck.pack_batches(pa.table({"g": [1, 1, 2], "id": ["a", "b", "c"],
+                                             "score": [0.5] * 3, "content": ["x", "y", "z"]}),
+                                   by="g", budget=200, inputs=True)
+    rms_duck.store_batches(con, packed, by="g", namespace="ns")
+    assert con.execute("SELECT list(seq ORDER BY seq) FROM rms_receipts").fetchall() == [
+        (list(range(1, 9)),)]
+    assert con.execute("SELECT seq FROM rms_chain_heads WHERE chain_namespace = 'ns'"
+                       ).fetchall() == [(8,)]
+    assert rms_duck.verify_receipts(con) == []

@@ -46,10 +46,12 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
                 try:
                     stored = append_pending(cur, pending[start:start + BATCH_ROWS])
                 except duckdb.Error as exc:
-                    raise ReceiptError(
-                        f"rms_store could not store the bundle: {str(exc).splitlines()[0]}; "
-                        "open the database writable, or use pack_context() to pack without "
-                        "storing") from None
+                    fix = ("open the database writable, or use pack_context() to pack without "
+                           "storing" if "read-only" in str(exc) else
+                           "run rms_duck.verify_receipts(con) on this database, then the "
+                           "statement again")
+                    raise ReceiptError(f"rms_store could not store the bundles: "
+                                       f"{str(exc).splitlines()[0]}; {fix}") from None
                 out.extend(row.receipt_id for row in stored)
         finally:
             cur.close()

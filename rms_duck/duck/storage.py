@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -121,7 +121,13 @@ def append_pending(cur, rows: Sequence[Pending], *, now: datetime | None = None)
     before it in its chain; retried from a scan of the chain (sealed again) when another
     writer wins. One statement per table for all of them: a transaction per bundle cost
     about 10 ms each, 26 times the pack of a small bundle."""
-    chain = rows[0].chain if rows else ""
+    if not rows:
+        return []
+    chains = list(dict.fromkeys(row.chain for row in rows))
+    where = (f"the bundle and receipt for chain_namespace {chains[0]!r}" if len(rows) == 1
+             else f"{len(rows):,} bundles and receipts for chain_namespace "
+                  + ", ".join(repr(chain) for chain in chains[:5])
+                  + (f" and {len(chains) - 5} more" if len(chains) > 5 else ""))
     scan = False
     for attempt in range(_RETRIES):
         try:
@@ -133,15 +139,15 @@ def append_pending(cur, rows: Sequence[Pending], *, now: datetime | None = None)
         except duckdb.Error as exc:
             _rollback(cur)
             if not _is_conflict(exc):
-                raise _failure(exc, chain) from exc
+                raise _failure(exc, where) from exc
             conflict = exc
             scan = True  # another writer moved the tip: find it in rms_receipts itself
             time.sleep(min(0.001 * (attempt + 1), 0.05))
         except BaseException:
             _rollback(cur)
             raise
-    what = (f"a receipt to chain_namespace {chain!r}" if len(rows) == 1
-            else f"{len(rows)} receipts (chain_namespace {chain!r} first)")
+    what = (f"a receipt to chain_namespace {chains[0]!r}" if len(rows) == 1
+            else where.replace("bundles and receipts for", "receipts to"))
     raise ReceiptError(
         f"could not append {what} after {_RETRIES} attempts (last conflict: "
         f"{str(conflict).splitlines()[0]}); nothing was stored: retry the pack, or write "
@@ -158,7 +164,8 @@ def _is_conflict(exc: duckdb.Error) -> bool:
     return isinstance(exc, duckdb.TransactionException) and "conflict" in text.lower()
 
 
-def _failure(exc: duckdb.Error, chain: str) -> Exception:
+def _failure(exc: duckdb.Error, where: str) -> Exception:
+    """The error to raise for a failed append; `where` names what it was writing."""
     first = str(exc).splitlines()[0]
     if isinstance(exc, duckdb.ConversionException) and "surrogate" in str(exc):
         # Only Python text can hold one; the context escapes it, but DuckDB's JSON type
@@ -170,9 +177,8 @@ def _failure(exc: duckdb.Error, chain: str) -> Exception:
             "text.encode('utf-8', 'replace').decode())")
     if _IO_FAILURE.search(str(exc)) or isinstance(exc, duckdb.IOException):
         return ReceiptError(
-            f"could not write the bundle and receipt for chain_namespace {chain!r}: the "
-            f"database file cannot grow ({first}); nothing was stored: free disk space (or "
-            "raise the file size limit) and pack again")
+            f"could not write {where}: the database file cannot grow ({first}); nothing was "
+            "stored: free disk space (or raise the file size limit) and pack again")
     return exc
 
 
@@ -182,23 +188,26 @@ def _store_once(cur, rows: Sequence[Pending], created: datetime, *,
     tips: dict[str, tuple[int | None, str | None, bool]] = {
         chain: _tip(cur, chain, scan) for chain in dict.fromkeys(row.chain for row in rows)}
     bundles, receipts, stored = [], [], []
-    for row in rows:
+    for i, row in enumerate(rows):
+        # One microsecond apart in chain order: views that order a session's bundles by
+        # time (rms_session_metrics) see the order they were stored in, not a tie.
+        created_at = created + timedelta(microseconds=i) if i else created
         last, prev, has_head = tips[row.chain]
         seq = (last or 0) + 1
         bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
         text, digest = seal_fragments(
-            row.fragments, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created,
+            row.fragments, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created_at,
             chain_namespace=row.chain, seq=seq, prev_sha256=prev, inputs=row.inputs,
             query=row.query, session_id=row.session_id)
         tips[row.chain] = (seq, digest, has_head)
         m = row.metrics
-        bundles.append((bundle_id, created, row.chain, row.session_id,
+        bundles.append((bundle_id, created_at, row.chain, row.session_id,
                         (row.query or {}).get("sql"), row.context_format, row.budget,
                         row.available, row.tokens_used, row.context, row.context_sha256,
                         row.flags, row.included, row.excluded, m.get("str_mean"),
                         m.get("str_p10"), m.get("budget_efficiency"), m.get("budget_waste"),
                         row.inputs))
-        receipts.append((receipt_id, bundle_id, created, row.chain, seq, prev,
+        receipts.append((receipt_id, bundle_id, created_at, row.chain, seq, prev,
                          RECEIPT_VERSION, text, digest, row.context_sha256))
         stored.append(Stored(bundle_id, receipt_id, digest, seq, row.chain))
     _insert(cur, "rms_bundles", BUNDLE_COLUMNS, bundles)
@@ -245,7 +254,12 @@ def _insert(cur, table: str, columns: tuple[tuple[str, pa.DataType], ...],
     try:
         cur.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rms_batch_rows")
     finally:
-        cur.unregister("rms_batch_rows")
+        try:
+            cur.unregister("rms_batch_rows")
+        except duckdb.Error:
+            # A failed INSERT aborted the transaction, and unregistering then fails too: let
+            # the INSERT's own error (a write conflict to retry) reach the caller.
+            pass
 
 
 def _tip(cur, chain: str, scan: bool) -> tuple[int | None, str | None, bool]:
