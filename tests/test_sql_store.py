@@ -44,7 +44,7 @@ def test_rms_store_appends_a_calls_bundles_in_batches_not_one_by_one(con, monkey
     """A transaction per bundle cost about 10 ms each, 26 times the pack (2,000 groups of 8:
     21 s). rms_store now appends each call's bundles together, up to BATCH_ROWS per
     transaction, with a gap-free chain in the order it packed them."""
-    from rms_duck.duck import batchstore, sqlstore
+    from rms_duck.duck import sqlstore, storage
 
     batches = []
     real = sqlstore.append_pending
@@ -57,7 +57,7 @@ def test_rms_store_appends_a_calls_bundles_in_batches_not_one_by_one(con, monkey
         "SELECT q, rms_store(list({'id': id, 'score': score, 'content': content}), 200, "
         "namespace := 'bulk', session_id := 'job-1') FROM many GROUP BY q").fetchall()
     assert len({receipt_id for _, receipt_id in stored}) == 1200
-    assert sum(batches) == 1200 and max(batches) <= batchstore.BATCH_ROWS < 1200
+    assert sum(batches) == 1200 and max(batches) <= storage.BATCH_ROWS < 1200
     assert len(batches) <= 4  # one DuckDB call of 1,200 groups: 1,000 + 200, or two calls
     assert con.execute("SELECT list(seq ORDER BY seq), count(DISTINCT b.session_id), "
                        "min(b.session_id) FROM rms_receipts JOIN rms_bundles b USING "

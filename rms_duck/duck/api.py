@@ -62,9 +62,11 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
         # TEMP objects and registered DataFrames are visible only on `con` itself, whose bare
         # names resolve in the database USE chose; a cursor's, in the one it was opened on.
         # So where the query runs decides which names it may use.
-        on_connection = bool(local & set(check_query(candidates, dialect).tables))
-        checked = check_query(candidates, dialect,
-                              tables=known_tables(con, using if on_connection else None) | local)
+        def valid_names(read: tuple[str, ...]) -> set[str]:
+            return known_tables(con, using if local & set(read) else None) | local
+
+        checked = check_query(candidates, dialect, tables=valid_names)
+        on_connection = bool(local & set(checked.tables))
         if reads_lexical_index(checked.sql):
             with _connection_lock(con):
                 ensure_index(con)

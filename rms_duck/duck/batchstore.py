@@ -24,9 +24,8 @@ from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
 from ..receipts import sha256_text
 from .cursors import cursor
-from .storage import Pending, append_pending
+from .storage import BATCH_ROWS, Pending, append_pending
 
-BATCH_ROWS = 1_000
 _NEEDED = ("context", "tokens_used", "context_budget", "included", "excluded", "flags",
            "context_sha256", "receipt", "inputs")
 

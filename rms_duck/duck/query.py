@@ -88,15 +88,18 @@ class CheckedQuery:
 
 
 def check_query(sql: str, dialect: str = "duckdb", *,
-                tables: Collection[str] | None = None) -> CheckedQuery:
+                tables: Collection[str] | Callable[[tuple[str, ...]], Collection[str]] | None
+                = None) -> CheckedQuery:
     """Accept exactly one read-only SELECT; return it transpiled to DuckDB.
 
     Args:
         sql: the caller's ranking query.
         dialect: the sqlglot dialect it is written in (postgres, snowflake, bigquery, ...).
         tables: the lower-cased names of the tables and views that exist (bare,
-            schema-qualified and catalog-qualified). When given, any other name in FROM is
-            rejected: DuckDB turns an unknown name into a file scan ("data.csv").
+            schema-qualified and catalog-qualified), or a function from the names the query
+            reads to them (which names are valid can depend on where the query will run).
+            When given, any other name in FROM is rejected: DuckDB turns an unknown name
+            into a file scan ("data.csv").
 
     Returns:
         The DuckDB SQL to run, its canonical text and its literal-free fingerprint.
@@ -115,9 +118,11 @@ def check_query(sql: str, dialect: str = "duckdb", *,
         raise QueryRejectedError(
             f"ranking query is {len(sql):,} characters long, more than the {MAX_QUERY_CHARS:,} "
             "allowed; rank with a shorter query (put long value lists in a table and join it)")
-    known = None if tables is None else frozenset(tables)
     try:
         tree = _parse_one(sql, dialect)
+        read = tables_read(tree)
+        known = None if tables is None else frozenset(
+            tables(read) if callable(tables) else tables)
         _check_tree(tree, sql, known)
         duck_sql = tree.sql(dialect="duckdb")
         if dialect != "duckdb":
@@ -126,7 +131,7 @@ def check_query(sql: str, dialect: str = "duckdb", *,
         canonical = normalize_identifiers(tree.copy(), dialect="duckdb").sql(
             dialect="duckdb", comments=False, normalize=True)
         return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect,
-                            sqlglot.__version__, tables_read(tree))
+                            sqlglot.__version__, read)
     except RecursionError:
         raise QueryRejectedError(
             f"ranking query is nested too deeply to check in {_show(sql)}; remove redundant "

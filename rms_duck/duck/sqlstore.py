@@ -25,9 +25,8 @@ from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ReceiptError, RmsError
 from ..packing.batches import candidate_rows, in_group, pack_in_turn
-from .batchstore import BATCH_ROWS
 from .cursors import cursor
-from .storage import Pending, append_pending, pending_bundle
+from .storage import BATCH_ROWS, Pending, append_pending, pending_bundle
 
 STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")
 

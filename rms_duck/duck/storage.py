@@ -42,6 +42,8 @@ from ..timefmt import as_utc
 from .cursors import cursor
 
 _RETRIES = 200
+# Bundles appended per transaction when many are stored at once (rms_store, store_batches).
+BATCH_ROWS = 1_000
 _APPEND_LOCK = threading.Lock()
 _IO_FAILURE = re.compile(
     r"no space left|file too large|disk quota|read-only file system|could not write|"
