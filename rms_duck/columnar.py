@@ -74,14 +74,16 @@ def intake(structs: Any) -> list[Row]:
     return build(n, [columns[name] for name in present], fast.to_pylist(), bad_times, structs)
 
 
-def candidate_field(name: str) -> str | None:
+def candidate_field(name: str, *, exact: bool = False) -> str | None:
     """The candidate field a column feeds: its name matched without regard to case, as
     DuckDB's STRUCT cast matches pack_context's fields (a ranking query's ID, Score and
-    CONTENT, a DataFrame's Id column); None for any other column."""
+    CONTENT, a DataFrame's Id column), or only as spelled when `exact`; None for any other
+    column."""
     if name in _FIELD_NAMES:
         return name
-    # ASCII case only, as DuckDB folds identifiers: no Kelvin sign for a k.
-    return _LOWER_FIELDS.get(name.lower()) if name.isascii() else None
+    if exact or not name.isascii():  # ASCII case only, as DuckDB folds identifiers
+        return None
+    return _LOWER_FIELDS.get(name.lower())
 
 
 def check_columns(names: list[str], *, exact: Collection[str] = ()) -> None:
@@ -93,7 +95,7 @@ def check_columns(names: list[str], *, exact: Collection[str] = ()) -> None:
     spelled exactly like it."""
     feeding: dict[str, list[str]] = {}
     for name in names:
-        field = (name if name in _FIELD_NAMES else None) if name in exact else candidate_field(name)
+        field = candidate_field(name, exact=name in exact)
         if field is not None:
             feeding.setdefault(field, []).append(name)
     twice = sorted(field for field, columns in feeding.items() if len(columns) > 1)

@@ -114,8 +114,9 @@ def group_lists(data: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, pa.Array
     starts = _group_starts(data, keys)
     key_table = data.select(list(keys)).take(pa.array(starts, pa.int64()))
     # Columns match candidate fields without regard to case, as in SQL (check_columns).
+    # A group key feeds a field only when spelled exactly so (by='Type' stays a key alone).
     pairs = [(name, field) for name in data.column_names
-             if _feeds_candidates(name, keys) and (field := candidate_field(name)) is not None]
+             if (field := candidate_field(name, exact=name in keys)) is not None]
     names, fields = [name for name, _ in pairs], [field for _, field in pairs]
     values = pa.StructArray.from_arrays(
         [_candidate_column(data, name) for name in names], names=fields) if len(data) else \
@@ -368,15 +369,6 @@ def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
             raise ConfigError(f"group key column {key!r} has type "
                               f"{data.schema.field(key).type}; group by scalar columns")
     check_columns(names, exact=keys)
-
-
-def _feeds_candidates(name: str, keys: Sequence[str]) -> bool:
-    """Whether a column is candidate data: any column named like a field (without regard to
-    case), but a group key only when named exactly so (by='Type' stays a key alone, as it
-    was before names matched without regard to case)."""
-    if name in keys:
-        return name in Candidate.__slots__
-    return candidate_field(name) is not None
 
 
 def _decoded_keys(data: pa.Table, keys: Sequence[str]) -> pa.Table:
