@@ -121,12 +121,14 @@ def check_columns(names: list[str], *, exact: Collection[str] = ()) -> None:
     lacking = (f"column {quoted[0]}" if len(quoted) == 1
                else f"columns {', '.join(quoted[:-1])} and {quoted[-1]}")
     given = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
-    keys = [f"{name!r}" for name in names if name in exact and candidate_field(name) in missing]
+    keys = [(name, candidate_field(name)) for name in names
+            if name in exact and candidate_field(name) in missing]
+    renames = " and ".join(f"{name!r} to {field!r}" for name, field in keys)
     raise CandidateError(
         f"the candidate rows lack the {lacking} (columns given: {given or 'none'}); every "
         "candidate needs id, score and content: "
-        + (f"group key {', '.join(keys)} feeds a field only when named exactly, so group by "
-           "a copy of it under another name or rename it; otherwise " if keys else "")
+        + (f"a group key feeds a field only when named exactly, so rename {renames} (or "
+           "group by a copy under another name); otherwise " if keys else "")
         + "select them under those names, for example SELECT node_id AS id, similarity AS "
         "score, body AS content")
 

@@ -323,8 +323,8 @@ def test_a_group_key_feeds_a_candidate_field_only_when_named_exactly():
     assert by_id.num_rows == 2
     from rms_duck.errors import CandidateError
 
-    with pytest.raises(CandidateError, match="group key 'ID' feeds a field only when named "
-                                             "exactly"):
+    with pytest.raises(CandidateError, match="a group key feeds a field only when named "
+                                             "exactly, so rename 'ID' to 'id'"):
         rms_duck.pack_batches(pa.Table.from_pylist([{"ID": "a", "score": 0.5, "content": "x"}]),
                               by="ID", budget=300)
     for key, feeds in (("session_id", True), ("Session_ID", False)):

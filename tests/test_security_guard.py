@@ -146,11 +146,26 @@ LEAKS_THROUGH_A_CTE_ELSEWHERE = [
     "(WITH secret AS (SELECT 1) SELECT * FROM notes) UNION ALL BY NAME (SELECT * FROM secret)",
     # DuckDB reads no CTE before its definition: this `secret` is the catalog's, or a scan.
     "WITH a AS (SELECT * FROM secret), secret AS (SELECT * FROM notes) SELECT * FROM a",
+    # A RECURSIVE CTE's own name is bound only in its recursive term, the right side of
+    # the UNION that is its body (third review of stop 24).
+    "WITH RECURSIVE secret AS (SELECT * FROM secret) SELECT * FROM secret",
+    "WITH RECURSIVE secret AS MATERIALIZED (SELECT * FROM secret) SELECT * FROM secret",
+    "WITH RECURSIVE x AS (SELECT * FROM notes), secret AS (SELECT * FROM secret) "
+    "SELECT * FROM secret",
+    "WITH RECURSIVE secret AS (SELECT id, score, content FROM secret UNION ALL BY NAME "
+    "SELECT * FROM notes) SELECT * FROM secret",
+    "WITH RECURSIVE secret AS (SELECT * FROM notes UNION ALL SELECT * FROM secret UNION ALL "
+    "SELECT * FROM notes WHERE false) SELECT * FROM secret",
+    "WITH RECURSIVE secret AS (SELECT * FROM secret EXCEPT SELECT * FROM notes) "
+    "SELECT * FROM secret",
+    "SELECT * FROM notes WHERE 'S1' IN (WITH RECURSIVE secret AS (FROM secret) "
+    "SELECT id FROM secret)",
 ]
 
 
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
 @pytest.mark.parametrize("sql", LEAKS_THROUGH_A_CTE_ELSEWHERE)
-def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql):
+def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql, dialect):
     """The guard took any name that some CTE in the query had, even out of that CTE's
     scope, where DuckDB resolved it through the replacement scan and read the caller's
     DataFrame `secret` (review of stop 24; it predates that stop)."""
@@ -160,8 +175,10 @@ def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql):
     assert len(secret) == 1  # the replacement scan would find it in this frame
     con.execute("SET GLOBAL python_scan_all_frames = true")
     con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
+    if dialect != "duckdb" and ("BY NAME" in sql or "(FROM" in sql or "MATERIALIZED" in sql):
+        pytest.skip("DuckDB-only syntax")
     with pytest.raises(QueryRejectedError, match="'secret' in .* is not a table, view or CTE"):
-        rms_duck.pack(con, sql, budget=300, store=False)
+        rms_duck.pack(con, sql, budget=300, store=False, dialect=dialect)
 
 
 @pytest.mark.parametrize("sql", [
@@ -171,6 +188,11 @@ def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql):
     "WITH x AS (SELECT * FROM notes) SELECT * FROM (SELECT * FROM x) s",
     "WITH x AS (SELECT * FROM notes) SELECT * FROM x UNION ALL SELECT * FROM x",
     "SELECT * FROM notes WHERE id IN (WITH y AS (SELECT 'n1' AS id) SELECT id FROM y)",
+    "WITH RECURSIVE r AS (SELECT id, score, content FROM notes UNION ALL "
+    "(SELECT id, score, content FROM r WHERE false UNION ALL SELECT id, score, content "
+    "FROM r WHERE false)) SELECT * FROM r",
+    "WITH RECURSIVE r AS ((SELECT id, score, content FROM notes) UNION ALL "
+    "(SELECT id, score, content FROM r WHERE false)) SELECT * FROM r",
 ])
 def test_ctes_in_scope_still_pass(con, sql):
     con.execute("CREATE OR REPLACE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, "
@@ -187,3 +209,24 @@ def test_after_use_a_query_on_temp_tables_may_name_the_used_databases_tables(con
     con.execute("USE o")
     assert '"in o"' in rms_duck.pack(con, "SELECT onlyo.* FROM onlyo JOIN picks USING (id)",
                                      budget=300, store=False).context
+
+
+@pytest.mark.parametrize("cte, read", [("\u00c4b", "\u00e4b"), ("\"\u212ab\"", "kb")])
+def test_names_fold_in_ascii_only_as_duckdb_folds_them(con, cte, read):
+    """Python's lower() maps a Kelvin sign to k and \u00c4 to \u00e4; DuckDB does not, so
+    such a name passed the guard as a CTE, table or TEMP table and DuckDB read the caller's
+    DataFrame of the folded name (third review of stop 24)."""
+    import pandas as pd
+
+    äb = kb = pd.DataFrame({"id": ["S1"], "score": [1.0], "content": ["LEAKED"]})
+    assert len(äb) == len(kb) == 1  # what the replacement scan would read
+    con.execute("SET GLOBAL python_scan_all_frames = true")
+    con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
+    with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
+        rms_duck.pack(con, f"WITH {cte} AS (SELECT * FROM notes) SELECT * FROM {read}",
+                      budget=300, store=False)
+    for kind in ("TABLE", "TEMP TABLE"):
+        con.execute(f"CREATE OR REPLACE {kind} {cte} AS SELECT * FROM notes")
+        with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
+            rms_duck.pack(con, f"SELECT * FROM {read}", budget=300, store=False)
+        con.execute(f"DROP {kind.split()[-1]} {cte}")

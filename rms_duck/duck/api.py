@@ -20,7 +20,7 @@ from .arrowin import arrow_table
 from .cursors import cursor
 from .indexcheck import ensure_index, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
-from .query import check_query
+from .query import ASCII_LOWER, check_query
 from .storage import store_bundle
 
 
@@ -148,11 +148,11 @@ def known_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) ->
     for db, schema, name, current in rows:
         if "." in db or "." in schema or "." in name:
             continue
-        db, schema, name = db.lower(), schema.lower(), name.lower()
+        db, schema, name = (v.translate(ASCII_LOWER) for v in (db, schema, name))
         names.add(f"{db}.{schema}.{name}")
         if schema == "main":
             names.add(f"{db}.{name}")  # d.notes: an attached database d's main schema
-        if db == (database if database is not None else current).lower():
+        if db == (database if database is not None else current).translate(ASCII_LOWER):
             names.add(f"{schema}.{name}")
             if schema == "main":
                 names.add(name)
@@ -186,7 +186,7 @@ def connection_local_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[str], s
     for schema, name, _ in rows:
         if schema is None or "." in schema or "." in name:
             continue
-        schema, name = schema.lower(), name.lower()
+        schema, name = schema.translate(ASCII_LOWER), name.translate(ASCII_LOWER)
         names.update((name, f"{schema}.{name}", f"temp.{schema}.{name}"))
         if schema == "main":
             names.add(f"temp.{name}")

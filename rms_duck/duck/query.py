@@ -67,6 +67,8 @@ _FILE_SUFFIX = re.compile(
 _SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "system"})
 _SYSTEM_VIEWS = re.compile(r"^(duckdb_\w+|pg_\w+|sqlite_\w+|pragma_\w+)$", re.IGNORECASE)
 MAX_QUERY_CHARS = 100_000
+# DuckDB folds identifiers in ASCII only: Python's lower() maps a Kelvin sign to k, Ä to ä.
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _SELECT_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}
 _LEADING_WORD = re.compile(r"^(?:\s+|--[^\n]*\n?|/\*.*?\*/|\()*([A-Za-z_]+)", re.DOTALL)
 
@@ -144,7 +146,7 @@ def tables_read(tree: exp.Expr) -> tuple[str, ...]:
     names = set()
     for node in tree.find_all(exp.Table):
         if isinstance(node.this, exp.Identifier):
-            dotted = ".".join(part.name for part in node.parts).lower()
+            dotted = ".".join(part.name for part in node.parts).translate(ASCII_LOWER)
             if not (len(node.parts) == 1 and dotted in in_scope(node)):
                 names.add(dotted)
     return tuple(sorted(names))
@@ -153,9 +155,10 @@ def tables_read(tree: exp.Expr) -> tuple[str, ...]:
 def cte_scopes() -> Callable[[exp.Expr], frozenset[str]]:
     """A function giving the CTE names a node may read, as DuckDB scopes them: those of
     every enclosing WITH, but inside a CTE's body only the CTEs before it in its own WITH
-    (and itself when RECURSIVE). A name from a WITH elsewhere in the query is not in scope:
-    DuckDB reads it as a table, or through its replacement scan as a file or a Python
-    variable (review of stop 24: `FROM (WITH secret AS (...) ...) t, secret`).
+    (and itself, when RECURSIVE, in the recursive term only). A name from a WITH elsewhere
+    in the query is not in scope: DuckDB reads it as a table, or through its replacement
+    scan as a file or a Python variable (review of stop 24: `FROM (WITH secret AS (...)
+    ...) t, secret`). Names fold in ASCII only, as DuckDB folds them (ASCII_LOWER).
 
     Each node's set is derived from its parent's, remembered, so a query costs linear time.
     """
@@ -179,18 +182,28 @@ def _scope_of(node: exp.Expr, memo: dict[int, frozenset[str]]) -> frozenset[str]
     if parent is None:
         return frozenset()
     above = memo[id(parent)]
-    if isinstance(parent, exp.With):  # node is one of its CTEs: the ones before it, or all
-        names = []               # of them up to itself when the WITH is RECURSIVE
+    if isinstance(parent, exp.With):  # node is one of its CTEs: the ones before it
+        names = []
         for cte in parent.expressions:
             if cte is node:
-                if parent.args.get("recursive"):
-                    names.append(cte.alias_or_name.lower())
                 break
-            names.append(cte.alias_or_name.lower())
+            names.append(cte.alias_or_name.translate(ASCII_LOWER))
         return above | frozenset(names)
+    if isinstance(parent, exp.Union) and node.arg_key == "expression":
+        # DuckDB binds a RECURSIVE CTE's own name only in the recursive term: the right
+        # side of the UNION that is its whole body. Elsewhere (the anchor, a body that is
+        # not a UNION) the name is looked up outside, down to the replacement scan.
+        body: exp.Expr = parent
+        while isinstance(body.parent, exp.Subquery):
+            body = body.parent
+        cte = body.parent
+        if (isinstance(cte, exp.CTE) and body.arg_key == "this"
+                and isinstance(cte.parent, exp.With) and cte.parent.args.get("recursive")):
+            return above | {cte.alias_or_name.translate(ASCII_LOWER)}
     with_ = parent.args.get("with_") or parent.args.get("with")  # sqlglot 30 names it with_
     if isinstance(with_, exp.With) and with_ is not node:
-        return above | frozenset(cte.alias_or_name.lower() for cte in with_.expressions)
+        return above | frozenset(cte.alias_or_name.translate(ASCII_LOWER)
+                                 for cte in with_.expressions)
     return above
 
 
@@ -281,8 +294,8 @@ def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
     # DuckDB joins the parts with dots to find a file: "data".csv reads data.csv.
     if any(_PATH_CHARS.search(part) for part in parts) or _FILE_SUFFIX.search(dotted):
         raise _reject(f"a file or URL in FROM ({node.sql()})", sql)
-    if tables is not None and dotted.lower() not in tables and not (
-            len(parts) == 1 and dotted.lower() in in_scope(node)):
+    if tables is not None and dotted.translate(ASCII_LOWER) not in tables and not (
+            len(parts) == 1 and dotted.translate(ASCII_LOWER) in in_scope(node)):
         raise QueryRejectedError(
             f"ranking query rejected: {dotted!r} in {_show(sql)} is not a table, view or CTE "
             "of this database (DuckDB would read an unknown name as a file or a Python "
