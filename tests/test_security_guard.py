@@ -163,9 +163,20 @@ LEAKS_THROUGH_A_CTE_ELSEWHERE = [
 ]
 
 
+@pytest.fixture(scope="module")
+def scanning():
+    """One connection for the scope tests: a notes table, and the replacement scan allowed
+    to look through every frame, as a leak would need."""
+    connection = rms_duck.connect()
+    connection.execute("SET GLOBAL python_scan_all_frames = true")
+    connection.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
+    yield connection
+    connection.close()
+
+
 @pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
 @pytest.mark.parametrize("sql", LEAKS_THROUGH_A_CTE_ELSEWHERE)
-def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql, dialect):
+def test_a_cte_name_counts_only_where_duckdb_scopes_it(scanning, sql, dialect):
     """The guard took any name that some CTE in the query had, even out of that CTE's
     scope, where DuckDB resolved it through the replacement scan and read the caller's
     DataFrame `secret` (review of stop 24; it predates that stop)."""
@@ -173,12 +184,10 @@ def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql, dialect):
 
     secret = pd.DataFrame({"id": ["S1"], "score": [1.0], "content": ["LEAKED-SECRET"]})
     assert len(secret) == 1  # the replacement scan would find it in this frame
-    con.execute("SET GLOBAL python_scan_all_frames = true")
-    con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
     if dialect != "duckdb" and ("BY NAME" in sql or "(FROM" in sql or "MATERIALIZED" in sql):
         pytest.skip("DuckDB-only syntax")
     with pytest.raises(QueryRejectedError, match="'secret' in .* is not a table, view or CTE"):
-        rms_duck.pack(con, sql, budget=300, store=False, dialect=dialect)
+        rms_duck.pack(scanning, sql, budget=300, store=False, dialect=dialect)
 
 
 @pytest.mark.parametrize("sql", [
@@ -194,10 +203,8 @@ def test_a_cte_name_counts_only_where_duckdb_scopes_it(con, sql, dialect):
     "WITH RECURSIVE r AS ((SELECT id, score, content FROM notes) UNION ALL "
     "(SELECT id, score, content FROM r WHERE false)) SELECT * FROM r",
 ])
-def test_ctes_in_scope_still_pass(con, sql):
-    con.execute("CREATE OR REPLACE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, "
-                "'ok' AS content")
-    assert '"ok"' in rms_duck.pack(con, sql, budget=300, store=False).context
+def test_ctes_in_scope_still_pass(scanning, sql):
+    assert '"ok"' in rms_duck.pack(scanning, sql, budget=300, store=False).context
     assert "notes" in check_query(sql).tables
 
 
@@ -212,7 +219,7 @@ def test_after_use_a_query_on_temp_tables_may_name_the_used_databases_tables(con
 
 
 @pytest.mark.parametrize("cte, read", [("\u00c4b", "\u00e4b"), ("\"\u212ab\"", "kb")])
-def test_names_fold_in_ascii_only_as_duckdb_folds_them(con, cte, read):
+def test_names_fold_in_ascii_only_as_duckdb_folds_them(scanning, cte, read):
     """Python's lower() maps a Kelvin sign to k and \u00c4 to \u00e4; DuckDB does not, so
     such a name passed the guard as a CTE, table or TEMP table and DuckDB read the caller's
     DataFrame of the folded name (third review of stop 24)."""
@@ -220,13 +227,11 @@ def test_names_fold_in_ascii_only_as_duckdb_folds_them(con, cte, read):
 
     äb = kb = pd.DataFrame({"id": ["S1"], "score": [1.0], "content": ["LEAKED"]})
     assert len(äb) == len(kb) == 1  # what the replacement scan would read
-    con.execute("SET GLOBAL python_scan_all_frames = true")
-    con.execute("CREATE TABLE notes AS SELECT 'n1' AS id, 0.5 AS score, 'ok' AS content")
     with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
-        rms_duck.pack(con, f"WITH {cte} AS (SELECT * FROM notes) SELECT * FROM {read}",
+        rms_duck.pack(scanning, f"WITH {cte} AS (SELECT * FROM notes) SELECT * FROM {read}",
                       budget=300, store=False)
     for kind in ("TABLE", "TEMP TABLE"):
-        con.execute(f"CREATE OR REPLACE {kind} {cte} AS SELECT * FROM notes")
+        scanning.execute(f"CREATE OR REPLACE {kind} {cte} AS SELECT * FROM notes")
         with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
-            rms_duck.pack(con, f"SELECT * FROM {read}", budget=300, store=False)
-        con.execute(f"DROP {kind.split()[-1]} {cte}")
+            rms_duck.pack(scanning, f"SELECT * FROM {read}", budget=300, store=False)
+        scanning.execute(f"DROP {kind.split()[-1]} {cte}")
