@@ -160,6 +160,13 @@ LEAKS_THROUGH_A_CTE_ELSEWHERE = [
     "SELECT * FROM secret",
     "SELECT * FROM notes WHERE 'S1' IN (WITH RECURSIVE secret AS (FROM secret) "
     "SELECT id FROM secret)",
+    # DuckDB never makes a UNION BY NAME body recursive (fourth review of stop 24).
+    "WITH RECURSIVE secret AS (SELECT * FROM notes UNION ALL BY NAME SELECT id, score / 2 "
+    "AS score, content FROM secret WHERE score > 0.2) SELECT * FROM secret",
+    "WITH RECURSIVE secret AS (SELECT * FROM notes UNION BY NAME SELECT id, score / 2 "
+    "AS score, content FROM secret WHERE score > 0.2) SELECT * FROM secret",
+    "WITH RECURSIVE secret AS ((SELECT * FROM notes) UNION ALL BY NAME (SELECT id, score / 2 "
+    "AS score, content FROM secret WHERE score > 0.2)) SELECT * FROM secret",
 ]
 
 
@@ -184,7 +191,7 @@ def test_a_cte_name_counts_only_where_duckdb_scopes_it(scanning, sql, dialect):
 
     secret = pd.DataFrame({"id": ["S1"], "score": [1.0], "content": ["LEAKED-SECRET"]})
     assert len(secret) == 1  # the replacement scan would find it in this frame
-    if dialect != "duckdb" and ("BY NAME" in sql or "(FROM" in sql or "MATERIALIZED" in sql):
+    if dialect != "duckdb" and ("(FROM" in sql or "MATERIALIZED" in sql):
         pytest.skip("DuckDB-only syntax")
     with pytest.raises(QueryRejectedError, match="'secret' in .* is not a table, view or CTE"):
         rms_duck.pack(scanning, sql, budget=300, store=False, dialect=dialect)

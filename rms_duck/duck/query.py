@@ -189,10 +189,12 @@ def _scope_of(node: exp.Expr, memo: dict[int, frozenset[str]]) -> frozenset[str]
                 break
             names.append(cte.alias_or_name.translate(ASCII_LOWER))
         return above | frozenset(names)
-    if isinstance(parent, exp.Union) and node.arg_key == "expression":
+    if (isinstance(parent, exp.Union) and node.arg_key == "expression"
+            and not parent.args.get("by_name")):
         # DuckDB binds a RECURSIVE CTE's own name only in the recursive term: the right
         # side of the UNION that is its whole body. Elsewhere (the anchor, a body that is
-        # not a UNION) the name is looked up outside, down to the replacement scan.
+        # not a UNION, a UNION BY NAME, which DuckDB never makes recursive) the name is
+        # looked up outside, down to the replacement scan.
         body: exp.Expr = parent
         while isinstance(body.parent, exp.Subquery):
             body = body.parent
