@@ -162,12 +162,18 @@ def _against_estimate(plan, rows: list[dict[str, Any]], enc) -> dict[str, Any]:
                 f"{overruns} of {len(ratios)}")
 
 
-def _group_by(plan, enc) -> dict[str, Any]:
-    bundles, budget = plan.target_bulk_bundles, plan.bulk_budget
+def _bulk_connection(plan, bundles: int):
+    """A fresh store holding the bench's GROUP BY workload of `bundles` groups."""
     con = connect()
     con.execute("SET enable_progress_bar = false")
     make_bulk_tables(con, bundles=bundles, per_bundle=plan.per_bundle, nodes=bundles,
                      seed=plan.seed)
+    return con
+
+
+def _group_by(plan, enc) -> dict[str, Any]:
+    bundles, budget = plan.target_bulk_bundles, plan.bulk_budget
+    con = _bulk_connection(plan, bundles)
     texts = [row[0] for row in con.execute(
         "SELECT content FROM bench_candidates WHERE q < ?", [bundles]).fetchall()]
     encode = enc.encode_ordinary
@@ -197,10 +203,7 @@ def _stored_group_by(plan) -> dict[str, Any]:
     """Both sides warm (this measures storing, not costing); each repetition's rms_store
     extends the same chain, as a nightly job's would."""
     bundles, budget = min(plan.target_bulk_bundles, 2_000), plan.bulk_budget
-    con = connect()
-    con.execute("SET enable_progress_bar = false")
-    make_bulk_tables(con, bundles=bundles, per_bundle=plan.per_bundle, nodes=bundles,
-                     seed=plan.seed)
+    con = _bulk_connection(plan, bundles)
     con.execute(BULK_SUMMARY_SQL, [budget, bundles]).fetchall()
     ratios, packs, stores = [], [], []
     for _ in range(max(2, plan.bulk_repeats)):
