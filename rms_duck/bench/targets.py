@@ -181,16 +181,15 @@ def _group_by(plan, enc) -> dict[str, Any]:
     # (a process pays their start once, reported apart). Round 7 and earlier timed a
     # single run that included it.
     t_start = _wall(start_pool, None, enc.name)[0]  # every core, as pack_context costs
-    ratios, packs, loops = [], [], []
-    for _ in range(max(2, plan.bulk_repeats)):
+    def cold_pack_and_loop() -> tuple[float, float]:
         t_loop = _wall(_texts_loop, encode, texts)[0]
         _cold()
         t_pack, (count, most) = _wall(_first_row, con, BULK_SUMMARY_SQL, [budget, bundles])
         if count != bundles or most > budget - 100:
             raise AssertionError(f"bulk pack returned {count} bundles, max {most} tokens")
-        ratios.append(t_pack / t_loop)
-        packs.append(t_pack)
-        loops.append(t_loop)
+        return t_pack, t_loop
+
+    ratios, packs, loops = _paired(cold_pack_and_loop, max(2, plan.bulk_repeats))
     con.close()
     return _row(f"cold GROUP BY of {bundles:,} x {plan.per_bundle} at {budget} / encode loop "
                 "over their texts", ratios, 2.5,
@@ -205,20 +204,26 @@ def _stored_group_by(plan) -> dict[str, Any]:
     bundles, budget = min(plan.target_bulk_bundles, 2_000), plan.bulk_budget
     con = _bulk_connection(plan, bundles)
     con.execute(BULK_SUMMARY_SQL, [budget, bundles]).fetchall()
-    ratios, packs, stores = [], [], []
-    for _ in range(max(2, plan.bulk_repeats)):
+    def store_and_pack() -> tuple[float, float]:
         t_pack, (count, _) = _wall(_first_row, con, BULK_SUMMARY_SQL, [budget, bundles])
         t_store, (stored, _) = _wall(_first_row, con, BULK_STORE_SQL, [budget, bundles])
         if count != bundles or stored != bundles:
             raise AssertionError(f"stored {stored} of {bundles} bundles")
-        ratios.append(t_store / t_pack)
-        packs.append(t_pack)
-        stores.append(t_store)
+        return t_store, t_pack
+
+    ratios, stores, packs = _paired(store_and_pack, max(2, plan.bulk_repeats))
     con.close()
     return _row(f"stored / unstored through SQL: rms_store / pack_context, GROUP BY of "
                 f"{bundles:,} x {plan.per_bundle} at {budget}", ratios, 1.3,
                 f"rms_store {statistics.median(stores):.2f} s, pack_context "
                 f"{statistics.median(packs):.2f} s")
+
+
+def _paired(measure: Callable[[], tuple[float, float]],
+            repeats: int) -> tuple[list[float], list[float], list[float]]:
+    """(ratios, numerators, denominators) of `repeats` back-to-back measurements."""
+    pairs = [measure() for _ in range(repeats)]
+    return [a / b for a, b in pairs], [a for a, _ in pairs], [b for _, b in pairs]
 
 
 def _loop(encode, lines) -> int:
