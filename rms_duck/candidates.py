@@ -35,9 +35,14 @@ _ID_LISTS = ("evidence_ids", "contradicts")
 
 
 def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate | None]) -> list[Candidate]:
-    """Validate rows in order; raise CandidateError at the first bad one (a NULL row too)."""
+    """Validate rows in order; raise CandidateError at the first bad one (a NULL row too).
+
+    Plain dicts of a repeated shape whose values are already final are built by code written
+    for that shape (dictrows.py); every other row is checked here, field by field."""
+    from .dictrows import fast_rows  # it builds on this module's checks
+
     return [row if isinstance(row, Candidate) else to_candidate(row, i)
-            for i, row in enumerate(rows)]
+            for i, row in enumerate(fast_rows(list(rows)))]
 
 
 def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "rms_duck"
 LAYERS = [
     {"errors", "records", "escape", "sha", "timefmt"},
     {"tokens"},
-    {"config", "candidates", "columnar", "formats"},
+    {"config", "candidates", "dictrows", "columnar", "formats"},
     {"bundle", "metrics", "receipts"},
     {"packing"},
     {"dask"},

@@ -1,0 +1,125 @@
+"""Plain dict rows checked by code written for their key set.
+
+to_candidate() reads a row field by field through a general check per field. Most rows a
+caller passes repeat one shape (the same keys, values already final: a canonical id, a float
+score in [0, 1], a known type name, a UTC datetime). For such a shape this module writes one
+function that reads just those keys, tests each value with the same fast-path condition
+to_candidate() uses to keep it as it is, and sets the Candidate's slots directly. A value
+it does not take as it stands (anything to normalise or reject) makes it return None, and
+the caller hands the row to to_candidate(), which gives the usual Candidate or the usual
+error naming the row, the field, the value and the fix. So both paths accept the same rows
+and build equal Candidates (tests/test_dict_rows.py proves it over random rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from .candidates import _CANONICAL_UUID, _ENUM_VALUES, _NEW, _SLOTS, INT32_MAX, INT32_MIN
+from .records import CONDITION_STATES, Candidate
+
+Builder = Callable[[dict[str, Any]], Candidate | None]
+
+# A call meeting more new shapes than this checks its other new shapes row by row: writing a
+# function costs about as much as checking a hundred rows the general way.
+NEW_SHAPES_PER_CALL = 8
+MAX_SHAPES = 256
+
+# The test that keeps a value as it is, and the value kept, per field; `v` is the value.
+# Each mirrors the fast path of the matching check in candidates.py.
+_ID_OK = ("type(v) is str and (canonical(v) is not None or "
+          "(len(v) != 36 and v[:1].strip() != '' and v[-1:].strip() != ''))")
+_UNIT_OK = "type(v) is float and 0.0 <= v <= 1.0"
+_KEEP: dict[str, tuple[str, str]] = {
+    "id": (_ID_OK, "v"),
+    "score": (_UNIT_OK, "v"),
+    "content": ("type(v) is str", "v"),
+    **{name: (f"type(v) is str and v in members_{name}", f"members_{name}[v]")
+       for name in _ENUM_VALUES},
+    **{name: ("type(v) is datetime and v.tzinfo is UTC", "v")
+       for name in ("event_time", "valid_from", "valid_to")},
+    "namespace_id": ("type(v) is str", "v"),
+    "session_id": ("type(v) is str", "v"),
+    "condition_state": ("type(v) is str and v in condition_states", "v"),
+    "evidence_ids": ("(type(v) is list or type(v) is tuple) and not v", "()"),
+    "contradicts": ("(type(v) is list or type(v) is tuple) and not v", "()"),
+    "salience": (_UNIT_OK, "v"),
+    "confidence": (_UNIT_OK, "v"),
+    "paths": ("(type(v) is list or type(v) is tuple) and all_text(v)", "tuple(v)"),
+    "path_count": ("type(v) is int and 0 <= v <= int32_max", "v"),
+    "pinned": ("type(v) is bool", "v"),
+    "superseded_by": (_ID_OK, "v"),
+    "speaker": ("type(v) is str", "v.strip() or None"),
+    "prose": ("type(v) is str", "v"),
+    "session_position": ("type(v) is int and int32_min <= v <= int32_max", "v"),
+    "token_cost_estimate": ("type(v) is int and int32_min <= v <= int32_max", "v"),
+    # structured_value is parsed and re-dumped: always the general way.
+}
+_REQUIRED = ("id", "score", "content")
+_builders: dict[tuple[Any, ...], Builder] = {}
+
+
+def fast_rows(rows: list[Any]) -> list[Any]:
+    """`rows` with each plain dict whose values are all final replaced by its Candidate;
+    any other entry (another row type, or a dict to normalise or reject) is left as it is."""
+    out = list(rows)
+    new_shapes = 0
+    builders = _builders
+    for i, row in enumerate(out):
+        if type(row) is not dict:
+            continue
+        keys = tuple(row)
+        build = builders.get(keys)
+        if build is None:
+            if new_shapes >= NEW_SHAPES_PER_CALL:
+                continue
+            new_shapes += 1
+            if len(builders) >= MAX_SHAPES:
+                builders.clear()
+            build = builders[keys] = _write_builder(keys)
+        candidate = build(row)
+        if candidate is not None:
+            out[i] = candidate
+    return out
+
+
+def _all_text(values: Any) -> bool:
+    for value in values:
+        if type(value) is not str:
+            return False
+    return True
+
+
+def _write_builder(keys: tuple[Any, ...]) -> Builder:
+    """One function for rows with exactly these keys (in this order; other keys ignored)."""
+    env: dict[str, Any] = {
+        "new": _NEW, "Candidate": Candidate, "canonical": _CANONICAL_UUID.fullmatch,
+        "datetime": datetime, "UTC": UTC, "condition_states": frozenset(CONDITION_STATES),
+        "all_text": _all_text, "int32_min": INT32_MIN, "int32_max": INT32_MAX,
+        **{f"members_{name}": members for name, members in _ENUM_VALUES.items()},
+    }
+    given = set(keys)
+    if any(name not in given for name in _REQUIRED):
+        return lambda row: None  # to_candidate() names the missing field
+    body = ["def build(row):", "    obj = new(Candidate)"]
+    for i, (name, default, setter) in enumerate(_SLOTS):
+        env[f"set{i}"], env[f"default{i}"] = setter, default
+        if name not in given:
+            body.append(f"    set{i}(obj, default{i})")
+            continue
+        if name not in _KEEP:
+            body += [f"    if row[{name!r}] is not None:", "        return None",
+                     f"    set{i}(obj, default{i})"]
+            continue
+        ok, kept = _KEEP[name]
+        body.append(f"    v = row[{name!r}]")
+        if name not in _REQUIRED:
+            body += ["    if v is None:", f"        set{i}(obj, default{i})", f"    elif {ok}:"]
+        else:
+            body.append(f"    if {ok}:")
+        body += [f"        set{i}(obj, {kept})", "    else:", "        return None"]
+    body.append("    return obj")
+    exec(compile("\n".join(body), f"<dict row builder {keys!r:.200}>", "exec"), env)  # noqa: S102
+    return env["build"]  # type: ignore[no-any-return]
