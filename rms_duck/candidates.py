@@ -162,8 +162,8 @@ _CHECKS = dict(_OPTIONAL)
 def _new_candidate(values: dict[str, Any]) -> Candidate:
     """Candidate(**values), without the frozen dataclass's per-field __setattr__ detour.
 
-    Candidate has no __post_init__; every value here was validated above. The slot
-    descriptors set the same fields the generated __init__ would (tests compare both).
+    Candidate has no __post_init__; every value here was validated above. The builder sets
+    the same fields the generated __init__ would (tests compare both).
     """
     return _builder(tuple(values))(values)
 
@@ -173,18 +173,33 @@ def _builder(given: tuple[str, ...]) -> Callable[[dict[str, Any]], Candidate]:
     """A function that sets every slot of a new Candidate, written out for the fields in
     `given` (taken from the values) and the rest (their defaults): one statement per slot
     cost half as much as a loop over (name, default, setter) triples."""
-    env: dict[str, Any] = {"new": _NEW, "Candidate": Candidate}
-    body = ["def build(values):", "    obj = new(Candidate)"]
-    for i, (name, default, setter) in enumerate(_SLOTS):
-        env[f"set{i}"], env[f"default{i}"] = setter, default
+    env: dict[str, Any] = builder_env()
+    body = ["def build(values):", "    obj = new(Unfrozen)"]
+    for i, (name, _, _) in enumerate(_SLOTS):
         value = f"values[{name!r}]" if name in given else f"default{i}"
-        body.append(f"    set{i}(obj, {value})")
-    body.append("    return obj")
+        body.append(f"    obj.{name} = {value}")
+    body += ["    obj.__class__ = Candidate", "    return obj"]
     exec(compile("\n".join(body), f"<candidate builder {given}>", "exec"), env)  # noqa: S102
     return env["build"]
 
 
 _NEW = object.__new__
+# Candidate's slot layout without its frozen __setattr__. A builder fills a new object's
+# slots with plain attribute stores (a third of the cost of calling each slot's setter),
+# then makes it a Candidate: CPython allows __class__ assignment between classes of one
+# layout, and raises TypeError otherwise, so a change to Candidate's layout fails loudly.
+_Unfrozen = type("_Unfrozen", (), {"__slots__": Candidate.__slots__})
+
+
+def builder_env() -> dict[str, Any]:
+    """The names a generated Candidate builder uses: `new(Unfrozen)`, then `obj.<field> =
+    ...` for every field (`default<i>` is the i-th field's default), then `obj.__class__ =
+    Candidate`."""
+    env: dict[str, Any] = {"new": _NEW, "Unfrozen": _Unfrozen, "Candidate": Candidate}
+    env.update((f"default{i}", default) for i, (_, default, _) in enumerate(_SLOTS))
+    return env
+
+
 _SLOTS = tuple((f.name, f.default, getattr(Candidate, f.name).__set__) for f in fields(Candidate))
 _ENUM_VALUES = {name: {m.value: m for m in enum_type} for name, enum_type in _ENUMS.items()}
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -20,13 +20,13 @@ from typing import Any
 
 from .candidates import (
     _ENUM_VALUES,
-    _NEW,
     _SLOTS,
     INT32_MAX,
     INT32_MIN,
     OutOfRangeTime,
     _instant,
     _Where,
+    builder_env,
     finer_than_microseconds,
 )
 from .errors import CandidateError
@@ -155,13 +155,12 @@ def _row_builder(present: tuple[str, ...]) -> Callable[..., list[Row]]:
     as long on its own iteration as on setting the slots. Rows the column checks did not
     accept, or holding a time to_candidate() rejects, are handed back as their dicts.
     """
-    env: dict[str, Any] = {"new": _NEW, "Candidate": Candidate, "readable_row": readable_row}
+    env: dict[str, Any] = {**builder_env(), "readable_row": readable_row}
     values = [f"v{i}" for i, (name, _, _) in enumerate(_SLOTS) if name in present]
     body = []
-    for i, (name, default, setter) in enumerate(_SLOTS):
-        env[f"set{i}"], env[f"default{i}"] = setter, default
+    for i, (name, _, _) in enumerate(_SLOTS):
         value = f"default{i} if v{i} is None else v{i}" if name in present else f"default{i}"
-        body.append(f"        set{i}(obj, {value})")
+        body.append(f"        obj.{name} = {value}")
     source = "\n".join([
         "def build(n, columns, fast, bad_times, structs):",
         "    out = []",
@@ -171,8 +170,9 @@ def _row_builder(present: tuple[str, ...]) -> Callable[..., list[Row]]:
         "        if not fast[row] or row in bad_times:",
         "            append(readable_row(structs, row))",
         "            continue",
-        "        obj = new(Candidate)",
+        "        obj = new(Unfrozen)",
         *body,
+        "        obj.__class__ = Candidate",
         "        append(obj)",
         "    return out",
     ])

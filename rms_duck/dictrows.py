@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from .candidates import _CANONICAL_UUID, _ENUM_VALUES, _NEW, _SLOTS, INT32_MAX, INT32_MIN
+from .candidates import _CANONICAL_UUID, _ENUM_VALUES, _SLOTS, INT32_MAX, INT32_MIN, builder_env
 from .records import CONDITION_STATES, Candidate
 
 Builder = Callable[[dict[str, Any]], Candidate | None]
@@ -95,7 +95,7 @@ def _all_text(values: Any) -> bool:
 def _write_builder(keys: tuple[Any, ...]) -> Builder:
     """One function for rows with exactly these keys (in this order; other keys ignored)."""
     env: dict[str, Any] = {
-        "new": _NEW, "Candidate": Candidate, "canonical": _CANONICAL_UUID.fullmatch,
+        **builder_env(), "canonical": _CANONICAL_UUID.fullmatch,
         "datetime": datetime, "UTC": UTC, "condition_states": frozenset(CONDITION_STATES),
         "all_text": _all_text, "int32_min": INT32_MIN, "int32_max": INT32_MAX,
         **{f"members_{name}": members for name, members in _ENUM_VALUES.items()},
@@ -103,23 +103,22 @@ def _write_builder(keys: tuple[Any, ...]) -> Builder:
     given = set(keys)
     if any(name not in given for name in _REQUIRED):
         return lambda row: None  # to_candidate() names the missing field
-    body = ["def build(row):", "    obj = new(Candidate)"]
-    for i, (name, default, setter) in enumerate(_SLOTS):
-        env[f"set{i}"], env[f"default{i}"] = setter, default
+    body = ["def build(row):", "    obj = new(Unfrozen)"]
+    for i, (name, _, _) in enumerate(_SLOTS):
         if name not in given:
-            body.append(f"    set{i}(obj, default{i})")
+            body.append(f"    obj.{name} = default{i}")
             continue
         if name not in _KEEP:
             body += [f"    if row[{name!r}] is not None:", "        return None",
-                     f"    set{i}(obj, default{i})"]
+                     f"    obj.{name} = default{i}"]
             continue
         ok, kept = _KEEP[name]
         body.append(f"    v = row[{name!r}]")
         if name not in _REQUIRED:
-            body += ["    if v is None:", f"        set{i}(obj, default{i})", f"    elif {ok}:"]
+            body += ["    if v is None:", f"        obj.{name} = default{i}", f"    elif {ok}:"]
         else:
             body.append(f"    if {ok}:")
-        body += [f"        set{i}(obj, {kept})", "    else:", "        return None"]
-    body.append("    return obj")
+        body += [f"        obj.{name} = {kept}", "    else:", "        return None"]
+    body += ["    obj.__class__ = Candidate", "    return obj"]
     exec(compile("\n".join(body), f"<dict row builder {keys!r:.200}>", "exec"), env)  # noqa: S102
     return env["build"]  # type: ignore[no-any-return]

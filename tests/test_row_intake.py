@@ -92,6 +92,21 @@ def test_the_builder_makes_what_the_dataclass_init_makes(values):
         assert getattr(built, name) is values.get(name, field.default)
 
 
+def test_a_built_candidate_is_a_frozen_candidate_like_any_other():
+    import copy
+    import dataclasses
+    import pickle
+
+    values = {"id": "x", "score": 0.5, "content": "c", "speaker": "Ana"}
+    built = _new_candidate(values)
+    assert type(built) is Candidate and isinstance(built, Candidate)
+    assert hash(built) == hash(Candidate(**values))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.score = 0.9  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(built)) == built == copy.copy(built)
+    assert dataclasses.replace(built, score=0.25).score == 0.25
+
+
 def test_absent_and_null_fields_take_the_defaults():
     plain = to_candidate({"id": "x", "score": 0.5, "content": "c"})
     nulls = to_candidate({"id": "x", "score": 0.5, "content": "c", **dict.fromkeys(FIELDS)})
