@@ -8,11 +8,19 @@ import pytest
 
 import rms_duck
 from rms_duck.tokens.encodings import DEFAULT_ENCODING, get_encoding
+from tests import thorough  # noqa: F401 - loads the hypothesis profile first
 
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite the golden files under tests/golden from current output")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Property tests also run in the slow step, at full size (tests/thorough.py).
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)
 
 
 @pytest.fixture

@@ -30,9 +30,10 @@ from rms_duck.packing.represent import representation_text
 from rms_duck.receipts import sha256_text
 from rms_duck.records import Lifecycle, NodeType, Reason
 from rms_duck.tokens.counter import clear_line_cache
+from tests.thorough import examples
 
 PROPERTY_SETTINGS = settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+    max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow],
 )
 
 # Text that is hard to count, escape or keep on one line.
@@ -256,7 +257,7 @@ def check_all_properties(enc, cold: bool, rows: list[dict], budget: int, config:
 
 
 @pytest.mark.parametrize("cold", CACHE_MODES)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(rows=st.lists(candidate_rows, max_size=6),
        budget=st.one_of(st.just(0), st.integers(-10**6, -1)), config=configs())
 def test_budget_at_or_below_zero_gives_an_empty_flagged_bundle(cold, rows, budget, config):

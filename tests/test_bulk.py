@@ -19,6 +19,7 @@ from rms_duck.packing import batches
 from rms_duck.records import Level
 from rms_duck.tokens import bulk
 from rms_duck.tokens.counter import LineCounter, clear_line_cache, word_runs
+from tests.thorough import examples
 
 from .conftest import rows
 
@@ -84,7 +85,7 @@ _TEXT = st.text(st.characters(codec="utf-8"), max_size=120) | st.sampled_from(
     ["a\u2028b", "x\ty\nz", "!\u00a0!", "one  two\u3000three", "\u1680\u2000 ok", "\x1c\x1dq"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=_TEXT, name=st.sampled_from(sorted(FORMATS)))
 def test_line_floor_never_exceeds_the_exact_line_cost(text, name):
     """The pruning floor is safe: a line it skips could never have fit."""
@@ -95,7 +96,7 @@ def test_line_floor_never_exceeds_the_exact_line_cost(text, name):
     assert word_runs(text) <= counter.lower_bound(text)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(text=_TEXT, name=st.sampled_from(sorted(FORMATS)), speaker=st.sampled_from([None, "Al"]))
 def test_render_memo_returns_what_the_renderer_renders(text, name, speaker):
     fmt = FORMATS[name]

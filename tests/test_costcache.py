@@ -22,6 +22,7 @@ from rms_duck.duck.linecosts import (
 from rms_duck.formats.base import clear_render_memos
 from rms_duck.packing.pipeline import pack_candidates
 from rms_duck.tokens.counter import LineCounter, clear_line_cache
+from tests.thorough import examples
 
 from .conftest import node_id, rows
 
@@ -190,7 +191,7 @@ def shared_con():
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=st.lists(_ROW, min_size=1, max_size=25), budget=st.integers(120, 900),
        fmt=st.sampled_from(["reader", "auditable", "compact"]))
 def test_uncached_cached_and_persisted_paths_give_identical_bundles(enc, shared_con, raw, budget,

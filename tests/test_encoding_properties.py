@@ -23,10 +23,14 @@ import rms_duck
 from rms_duck.tokens.encodings import encoding_source
 from tests.conftest import independent_count
 from tests.test_budget_properties import candidate_rows, configs
+from tests.thorough import examples
 
 ENCODINGS = ["cl100k_base", "o200k_base", "hf:additive", "hf:joined"]
-SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow,
+# filter_too_much: _unassigned_here() refuses any text holding a code point this Python's
+# Unicode does not know, and random text often does; a run that drew many such rows failed
+# the health check now and then (the intermittent failure of earlier stops).
+SETTINGS = settings(max_examples=examples(40), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.function_scoped_fixture])
 
 budgets = st.one_of(st.integers(-5, 0), st.integers(1, 60), st.integers(60, 600),
@@ -63,6 +67,7 @@ def resolve(name: str, hf_names: dict[str, str]) -> str:
     return hf_names[name.split(":")[1]] if name.startswith("hf:") else name
 
 
+@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_packs_never_overrun_and_count_exactly(hf_names, name):
     encoding = resolve(name, hf_names)
@@ -84,6 +89,7 @@ def test_packs_never_overrun_and_count_exactly(hf_names, name):
     check()
 
 
+@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "o200k_harmony", "hf:additive"])
 def test_line_additivity_holds_where_claimed(hf_names, name):
     encoding = resolve(name, hf_names)
@@ -92,7 +98,7 @@ def test_line_additivity_holds_where_claimed(hf_names, name):
     lines = st.lists(rendered_line(trailing_space_ok=not name.startswith("hf:")),
                      min_size=1, max_size=6)
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(lines)
     def check(lines):
         whole = "".join(line + "\n" for line in lines)
@@ -101,6 +107,7 @@ def test_line_additivity_holds_where_claimed(hf_names, name):
     check()
 
 
+@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "hf:additive"])
 def test_packed_contexts_are_the_sum_of_their_lines(hf_names, name):
     """The same property on real packer output, where each line's cost is what the

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from rms_duck.packing.pipeline import pack_candidates
 from tests.conftest import independent_count
+from tests.thorough import examples
 
 PAIR = [
     {"id": "a", "score": 0.9, "content": "Storage costs 2,300 EUR a month.", "contradicts": ["b"]},
@@ -54,7 +55,7 @@ folding_rows = st.lists(st.fixed_dictionaries(
     max_size=9, unique_by=lambda row: row["id"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(folding_rows, st.integers(60, 400),
        st.sampled_from([None, "adjacent", "trigger_tier"]))
 def test_a_folded_record_is_shown_by_an_included_one(rows, budget, sessions):

@@ -25,6 +25,7 @@ from rms_duck.formats import FORMATS, BaseFormat, RecordView, register_format
 from rms_duck.tokens.counter import LineCounter
 from rms_duck.tokens.encodings import encoding_source, get_encoding
 from tests.conftest import independent_count
+from tests.thorough import examples
 
 PROVEN = ["cl100k_base", "o200k_base", "o200k_harmony"]
 # The characters the two patterns treat specially at a piece's edges: spaces of several
@@ -70,11 +71,12 @@ edge_text = st.text(st.sampled_from(EDGE + ["b", "Z", "7", ".", "\u00e9", "\u062
                     min_size=1, max_size=12)
 
 
+@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("encoding", PROVEN)
 def test_longer_lines_the_proof_admits_sum_exactly(encoding):
     counter = LineCounter(encoding)
 
-    @settings(max_examples=400, deadline=None)
+    @settings(max_examples=examples(400), deadline=None)
     @given(st.lists(st.one_of(edge_text, st.text(min_size=1, max_size=30)), min_size=2,
                     max_size=5))
     def check(lines):

@@ -49,7 +49,9 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
     if not (sys.stdout and sys.stdout.isatty()):
         # DuckDB's own bar would land in logs and pipes; a terminal keeps it.
         con.execute("SET enable_progress_bar = false")
-    register(con)
+    # A private in-memory database is new: no stored macro can shadow a UDF in it, and no
+    # other connection has registered UDFs in its catalog (":memory:name" ones are shared).
+    _register(con, replace=False, new_database=str(database) in ("", ":memory:"))
     return con
 
 
@@ -66,6 +68,11 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
     rms_* views and macros that differ from the shipped ones are restored, with an RmsWarning
     naming them (verification never reads them either way).
     """
+    return _register(con, replace=replace, new_database=False)
+
+
+def _register(con: duckdb.DuckDBPyConnection, *, replace: bool,
+              new_database: bool) -> duckdb.DuckDBPyConnection:
     utc(con)
     _refuse_a_used_database(con)
     read_only = _read_only(con)
@@ -73,12 +80,15 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
         install_schema(con)
     else:
         _warn_changed(con)
-    _clear_udf_names(con, read_only)
-    # Only Python UDFs count (they live in the system catalog): a macro stored in the file
-    # under a UDF's name must not stop the real UDF from being registered.
-    present = {row[0] for row in con.execute(
-        "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%' "
-        "AND database_name = 'system' AND function_type = 'scalar'").fetchall()}
+    # Listing DuckDB's functions costs a quarter of connect(): a new database needs neither.
+    present: set[str] = set()
+    if not new_database:
+        _clear_udf_names(con, read_only)
+        # Only Python UDFs count (they live in the system catalog): a macro stored in the
+        # file under a UDF's name must not stop the real UDF from being registered.
+        present = {row[0] for row in con.execute(
+            "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%' "
+            "AND database_name = 'system' AND function_type = 'scalar'").fetchall()}
     for udf in UDFS:
         if udf.name in present:
             if not replace:
