@@ -552,3 +552,18 @@ def test_an_audit_leaves_the_callers_open_result_alone(tmp_path):
         assert replayed == 5
     finally:
         con.close()
+
+
+def test_a_named_in_memory_database_is_shared_so_a_second_connect_still_registers():
+    # connect() skips looking for registered UDFs only in a private ":memory:" database;
+    # a named one is shared by the process, and creating its UDFs twice would fail.
+    first = rms_duck.connect(":memory:rms_shared_test")
+    second = rms_duck.connect(":memory:rms_shared_test")
+    try:
+        query = ("SELECT (pack_context([{'id': 'a', 'score': 0.5, 'content': 'shared'}], 400))"
+                 ".tokens_used")
+        assert first.execute(query).fetchone() == second.execute(query).fetchone()
+        assert second.execute(query).fetchone()[0] > 0
+    finally:
+        second.close()
+        first.close()
