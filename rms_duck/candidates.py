@@ -42,7 +42,7 @@ def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate | None]) -> list[
     from .dictrows import fast_rows  # it builds on this module's checks
 
     return [row if isinstance(row, Candidate) else to_candidate(row, i)
-            for i, row in enumerate(fast_rows(list(rows)))]
+            for i, row in enumerate(fast_rows(rows))]
 
 
 def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:

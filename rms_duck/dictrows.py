@@ -13,7 +13,7 @@ and build equal Candidates (tests/test_dict_rows.py proves it over random rows).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,8 +61,8 @@ _REQUIRED = ("id", "score", "content")
 _builders: dict[tuple[Any, ...], Builder] = {}
 
 
-def fast_rows(rows: list[Any]) -> list[Any]:
-    """`rows` with each plain dict whose values are all final replaced by its Candidate;
+def fast_rows(rows: Iterable[Any]) -> list[Any]:
+    """`rows` as a list, with each plain dict whose values are all final replaced by its Candidate;
     any other entry (another row type, or a dict to normalise or reject) is left as it is."""
     out = list(rows)
     new_shapes = 0
