@@ -39,10 +39,17 @@ def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate | None]) -> list[
 
     Plain dicts of a repeated shape whose values are already final are built by code written
     for that shape (dictrows.py); every other row is checked here, field by field."""
-    from .dictrows import fast_rows  # it builds on this module's checks
+    from .dictrows import ShapeReader  # it builds on this module's checks
 
-    return [row if isinstance(row, Candidate) else to_candidate(row, i)
-            for i, row in enumerate(fast_rows(rows))]
+    shapes = ShapeReader()
+    out = []
+    for i, row in enumerate(rows):
+        if type(row) is dict:
+            candidate = shapes.candidate(row)
+            out.append(candidate if candidate is not None else to_candidate(row, i))
+        else:
+            out.append(row if isinstance(row, Candidate) else to_candidate(row, i))
+    return out
 
 
 def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:

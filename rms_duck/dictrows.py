@@ -13,7 +13,7 @@ and build equal Candidates (tests/test_dict_rows.py proves it over random rows).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,28 +61,31 @@ _REQUIRED = ("id", "score", "content")
 _builders: dict[tuple[Any, ...], Builder] = {}
 
 
-def fast_rows(rows: Iterable[Any]) -> list[Any]:
-    """`rows` as a list, with each plain dict whose values are all final replaced by its Candidate;
-    any other entry (another row type, or a dict to normalise or reject) is left as it is."""
-    out = list(rows)
-    new_shapes = 0
-    builders = _builders
-    for i, row in enumerate(out):
-        if type(row) is not dict:
-            continue
+class ShapeReader:
+    """Reads one call's rows, each as it arrives: a caller's generator may yield the same
+    dict again and again, changed in between, so no row is read ahead of its turn."""
+
+    __slots__ = ("new_shapes",)
+
+    def __init__(self) -> None:
+        self.new_shapes = 0
+
+    def candidate(self, row: dict[Any, Any]) -> Candidate | None:
+        """The row's Candidate when its values are all final, else None (check it the
+        general way)."""
         keys = tuple(row)
-        build = builders.get(keys)
+        build = _builders.get(keys)
         if build is None:
-            if new_shapes >= NEW_SHAPES_PER_CALL:
-                continue
-            new_shapes += 1
-            if len(builders) >= MAX_SHAPES:
-                builders.clear()
-            build = builders[keys] = _write_builder(keys)
-        candidate = build(row)
-        if candidate is not None:
-            out[i] = candidate
-    return out
+            if self.new_shapes >= NEW_SHAPES_PER_CALL:
+                return None
+            self.new_shapes += 1
+            if len(_builders) >= MAX_SHAPES:
+                _builders.clear()
+            build = _builders[keys] = _write_builder(keys)
+        try:
+            return build(row)
+        except KeyError:  # the row lost a key while it was read: the general checks decide
+            return None
 
 
 def _all_text(values: Any) -> bool:
@@ -120,5 +123,7 @@ def _write_builder(keys: tuple[Any, ...]) -> Builder:
             body.append(f"    if {ok}:")
         body += [f"        obj.{name} = {kept}", "    else:", "        return None"]
     body += ["    obj.__class__ = Candidate", "    return obj"]
-    exec(compile("\n".join(body), f"<dict row builder {keys!r:.200}>", "exec"), env)  # noqa: S102
+    # Named by the fields it reads: repr() of a caller's other keys may be huge, or raise.
+    known = [name for name, _, _ in _SLOTS if name in given]
+    exec(compile("\n".join(body), f"<dict row builder {known}>", "exec"), env)  # noqa: S102
     return env["build"]  # type: ignore[no-any-return]

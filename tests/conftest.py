@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import uuid
 
 import pytest
@@ -19,8 +21,19 @@ def pytest_addoption(parser):
 def pytest_collection_modifyitems(config, items):
     # Property tests also run in the slow step, at full size (tests/thorough.py).
     for item in items:
-        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+        if _runs_hypothesis(getattr(item, "obj", None)):
             item.add_marker(pytest.mark.property)
+
+
+@functools.cache
+def _runs_hypothesis(function) -> bool:
+    """A @given test, or one that defines its @given property inside (per parameter)."""
+    if getattr(function, "is_hypothesis_test", False):
+        return True
+    try:
+        return "@given(" in inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
 
 
 @pytest.fixture

@@ -92,7 +92,8 @@ def test_final_rows_are_built_by_the_shape_builder():
     rows = [{"id": f"n{i}", "score": 0.5, "content": "text", "type": "fact",
              "paths": ["LEXICAL"], "event_time": datetime(2024, 1, 2, tzinfo=UTC)}
             for i in range(5)]
-    out = dictrows.fast_rows(rows)
+    reader = dictrows.ShapeReader()
+    out = [reader.candidate(row) for row in rows]
     assert all(type(c) is Candidate for c in out)
     assert out[0].type is NodeType.FACT and out[0].paths == ("LEXICAL",)
 
@@ -101,7 +102,8 @@ def test_rows_to_normalise_are_left_for_to_candidate():
     rows = [{"id": _UUID.upper(), "score": 1, "content": "text"},
             {"id": "n1", "score": 0.5, "content": "text", "type": "NOTE"},
             {"id": "n2", "score": 0.5, "content": "text", "structured_value": {"k": 1}}]
-    assert dictrows.fast_rows(rows) == rows
+    reader = dictrows.ShapeReader()
+    assert [reader.candidate(row) for row in rows] == [None, None, None]
     assert [c.id for c in to_candidates(rows)] == [_UUID, "n1", "n2"]
 
 
@@ -130,3 +132,58 @@ def test_a_bad_row_after_good_ones_names_its_own_index():
         assert str(exc).startswith("candidate #3 (id 'n4'): field 'score'")
     else:
         raise AssertionError("a score of 2.0 was accepted")
+
+
+def test_rows_are_read_as_they_arrive_so_a_reused_dict_packs_each_of_its_states():
+    # From the review of this change: reading the whole iterable first packed the last
+    # state three times.
+    def reused():
+        row = {}
+        for i in range(3):
+            row.update(id=f"n{i}", score=0.5, content=f"text {i}")
+            yield row
+
+    assert [c.id for c in to_candidates(reused())] == ["n0", "n1", "n2"]
+
+
+def test_a_bad_row_is_reported_before_the_rest_of_the_input_is_read():
+    def source():
+        yield {"id": "a", "score": 2.0, "content": "x"}
+        raise ValueError("the source broke")
+
+    try:
+        to_candidates(source())
+    except CandidateError as exc:
+        assert "candidate #0" in str(exc) and "'score'" in str(exc)
+    else:
+        raise AssertionError("a score of 2.0 was accepted")
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_other_keys_are_ignored_however_they_print():
+    for odd in (10**5000, _Unprintable(), "k" * 100_000):
+        row = {"id": "a", "score": 0.5, "content": "x", odd: 1}
+        assert _shown(to_candidates([row])[0]) == _shown(to_candidate(row))
+
+
+def test_a_row_that_loses_a_key_while_read_goes_to_the_general_checks():
+    row: dict = {"id": "a", "score": 0.5, "content": "x", "speaker": "Ana"}
+
+    class Thief:
+        armed = False
+
+        def __hash__(self) -> int:
+            if self.armed:
+                row.pop("speaker", None)  # hashing the shape's keys changes the row
+            return 7
+
+    thief = Thief()
+    row[thief] = 1
+    thief.armed = True
+    dictrows._builders.clear()
+    got = to_candidates([row])[0]
+    assert got.speaker is None and _shown(got) == _shown(to_candidate(row))

@@ -67,7 +67,6 @@ def resolve(name: str, hf_names: dict[str, str]) -> str:
     return hf_names[name.split(":")[1]] if name.startswith("hf:") else name
 
 
-@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_packs_never_overrun_and_count_exactly(hf_names, name):
     encoding = resolve(name, hf_names)
@@ -89,7 +88,6 @@ def test_packs_never_overrun_and_count_exactly(hf_names, name):
     check()
 
 
-@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "o200k_harmony", "hf:additive"])
 def test_line_additivity_holds_where_claimed(hf_names, name):
     encoding = resolve(name, hf_names)
@@ -107,7 +105,6 @@ def test_line_additivity_holds_where_claimed(hf_names, name):
     check()
 
 
-@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "hf:additive"])
 def test_packed_contexts_are_the_sum_of_their_lines(hf_names, name):
     """The same property on real packer output, where each line's cost is what the

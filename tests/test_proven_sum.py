@@ -71,7 +71,6 @@ edge_text = st.text(st.sampled_from(EDGE + ["b", "Z", "7", ".", "\u00e9", "\u062
                     min_size=1, max_size=12)
 
 
-@pytest.mark.property  # its @given runs inside
 @pytest.mark.parametrize("encoding", PROVEN)
 def test_longer_lines_the_proof_admits_sum_exactly(encoding):
     counter = LineCounter(encoding)
