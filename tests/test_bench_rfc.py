@@ -50,6 +50,7 @@ def test_adherence_check_catches_an_overfull_context(monkeypatch):
     assert outcome["violations"] and outcome["miscounted"]
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_bench_rfc_smoke_run(tmp_path, capsys):
     path = tmp_path / "bench.json"
     assert main(["bench", "--rfc", "--smoke", "--requests", "60", "--json", str(path)]) == 0

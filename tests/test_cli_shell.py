@@ -91,6 +91,7 @@ def test_a_bad_line_is_named_by_its_stdin_line_and_creates_no_database(tmp_path)
     assert done.returncode == 1 and "add --db PATH" in done.stderr
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_a_lone_surrogate_is_named_by_line_and_field_before_a_database_is_made(tmp_path):
     """Input review F8: the store failed after the file was created, naming no line or field
     and advising store=False, a Python argument."""
@@ -113,6 +114,7 @@ def test_a_lone_surrogate_is_named_by_line_and_field_before_a_database_is_made(t
         assert "stdin line 1: field 'structured_value' holds a lone surrogate" in done.stderr
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(tmp_path):
     (tmp_path / "text.duckdb").write_text("not a database")
     (tmp_path / "folder").mkdir()

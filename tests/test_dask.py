@@ -75,6 +75,7 @@ def test_pack_groups_on_two_workers_gives_the_group_by_bytes(con, client):
     assert result["q"].is_unique  # no group was split across partitions
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_the_result_does_not_depend_on_partitions(con, client):
     frame, expected = _bench(con, 60)
     shuffled = frame.sample(frac=1, random_state=4)
@@ -140,6 +141,7 @@ def test_workers_read_the_exported_line_costs(con, client, tmp_path):
     assert len(warm_lines) < len(cold_lines) - 300  # 320 record lines came from the file
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_bundles_from_workers_store_in_key_order_and_verify(con, client):
     frame, _ = _bench(con, 80)
     result = pack_groups(dd.from_pandas(frame.sample(frac=1, random_state=5), npartitions=6),

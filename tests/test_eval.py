@@ -86,6 +86,7 @@ def test_runner_counts_packed_evidence(tmp_path):
     assert result.ranking[0]["evidence_ranked"] == 1.0
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_cli_small_run_is_deterministic(tmp_path, capsys):
     args = ["eval", str(EXAMPLE), "--budgets", "2048", "--orderings", "balanced",
             "--policies", "highest_fit,budget_fraction", "--limit", "5"]

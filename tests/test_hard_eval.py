@@ -74,6 +74,7 @@ def test_paraphrased_questions_share_few_words_with_their_evidence(conversations
     assert sum(overlaps) / len(overlaps) < 0.25
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_generator_is_deterministic_and_matches_the_shipped_file():
     faker = pytest.importorskip("faker")
     module = _generator()

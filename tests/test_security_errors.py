@@ -83,6 +83,7 @@ def test_a_budget_beyond_32_bits_in_sql_says_the_range(con):
                     "2147483648)").fetchall()
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_a_full_disk_fails_fast_with_a_clear_error(tmp_path):
     """RLIMIT_FSIZE stands in for a full disk (no root or tmpfs needed): writes fail with
     EFBIG as they would with ENOSPC, and the store must not retry them as conflicts."""

@@ -97,6 +97,7 @@ def test_the_lookup_still_keeps_only_the_packs_encoding():
     assert lookup_sql(["not a digest"]) is None
 
 
+@pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_the_store_cost_bench_fills_through_the_real_store_path(tmp_path, capsys):
     from rms_duck.cli import main
 
