@@ -182,7 +182,7 @@ def _builder(given: tuple[str, ...]) -> Callable[[dict[str, Any]], Candidate]:
     cost half as much as a loop over (name, default, setter) triples."""
     env: dict[str, Any] = builder_env()
     body = ["def build(values):", "    obj = new(Unfrozen)"]
-    for i, (name, _, _) in enumerate(_SLOTS):
+    for i, (name, _) in enumerate(_SLOTS):
         value = f"values[{name!r}]" if name in given else f"default{i}"
         body.append(f"    obj.{name} = {value}")
     body += ["    obj.__class__ = Candidate", "    return obj"]
@@ -203,11 +203,11 @@ def builder_env() -> dict[str, Any]:
     ...` for every field (`default<i>` is the i-th field's default), then `obj.__class__ =
     Candidate`."""
     env: dict[str, Any] = {"new": _NEW, "Unfrozen": _Unfrozen, "Candidate": Candidate}
-    env.update((f"default{i}", default) for i, (_, default, _) in enumerate(_SLOTS))
+    env.update((f"default{i}", default) for i, (_, default) in enumerate(_SLOTS))
     return env
 
 
-_SLOTS = tuple((f.name, f.default, getattr(Candidate, f.name).__set__) for f in fields(Candidate))
+_SLOTS = tuple((f.name, f.default) for f in fields(Candidate))
 _ENUM_VALUES = {name: {m.value: m for m in enum_type} for name, enum_type in _ENUMS.items()}
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ANY_CASE_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"

@@ -42,7 +42,7 @@ _PLAIN_EDGES = r"^[!-~]((?s).*[!-~])?$"
 _FLOATS = ("score", "salience", "confidence")
 _INTS = ("session_position", "token_cost_estimate")
 _REQUIRED = ("id", "score", "content")
-_FIELD_NAMES = frozenset(name for name, _, _ in _SLOTS)
+_FIELD_NAMES = frozenset(name for name, _ in _SLOTS)
 _LOWER_FIELDS = {name.lower(): name for name in _FIELD_NAMES}
 _LISTS = ("paths", "evidence_ids", "contradicts")
 _AS_IS_TEXTS = ("content", "namespace_id", "session_id", "prose")
@@ -69,7 +69,7 @@ def intake(structs: Any) -> list[Row]:
     fast = _valid_rows(structs)
     columns = _columns(structs)
     bad_times = _convert_times(columns)
-    present = tuple(name for name, _, _ in _SLOTS if name in columns)
+    present = tuple(name for name, _ in _SLOTS if name in columns)
     build = _row_builder(present)
     return build(n, [columns[name] for name in present], fast.to_pylist(), bad_times, structs)
 
@@ -156,9 +156,9 @@ def _row_builder(present: tuple[str, ...]) -> Callable[..., list[Row]]:
     accept, or holding a time to_candidate() rejects, are handed back as their dicts.
     """
     env: dict[str, Any] = {**builder_env(), "readable_row": readable_row}
-    values = [f"v{i}" for i, (name, _, _) in enumerate(_SLOTS) if name in present]
+    values = [f"v{i}" for i, (name, _) in enumerate(_SLOTS) if name in present]
     body = []
-    for i, (name, _, _) in enumerate(_SLOTS):
+    for i, (name, _) in enumerate(_SLOTS):
         value = f"default{i} if v{i} is None else v{i}" if name in present else f"default{i}"
         body.append(f"        obj.{name} = {value}")
     source = "\n".join([
@@ -252,7 +252,7 @@ def _in_int32(column: Any, low: int) -> Any:
 
 _TIMES = ("event_time", "valid_from", "valid_to")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_KNOWN = frozenset(name for name, _, _ in _SLOTS)
+_KNOWN = frozenset(name for name, _ in _SLOTS)
 
 
 def _columns(structs) -> dict[str, list[Any]]:

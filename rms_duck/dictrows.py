@@ -107,7 +107,7 @@ def _write_builder(keys: tuple[Any, ...]) -> Builder:
     if any(name not in given for name in _REQUIRED):
         return lambda row: None  # to_candidate() names the missing field
     body = ["def build(row):", "    obj = new(Unfrozen)"]
-    for i, (name, _, _) in enumerate(_SLOTS):
+    for i, (name, _) in enumerate(_SLOTS):
         if name not in given:
             body.append(f"    obj.{name} = default{i}")
             continue
@@ -124,6 +124,6 @@ def _write_builder(keys: tuple[Any, ...]) -> Builder:
         body += [f"        obj.{name} = {kept}", "    else:", "        return None"]
     body += ["    obj.__class__ = Candidate", "    return obj"]
     # Named by the fields it reads: repr() of a caller's other keys may be huge, or raise.
-    known = [name for name, _, _ in _SLOTS if name in given]
+    known = [name for name, _ in _SLOTS if name in given]
     exec(compile("\n".join(body), f"<dict row builder {known}>", "exec"), env)  # noqa: S102
     return env["build"]  # type: ignore[no-any-return]

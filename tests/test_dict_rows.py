@@ -16,7 +16,7 @@ from rms_duck.errors import CandidateError
 from rms_duck.records import Candidate, NodeType
 from tests.test_budget_properties import PROPERTY_SETTINGS, candidate_rows
 
-_FIELDS = [name for name, _, _ in _SLOTS]
+_FIELDS = [name for name, _ in _SLOTS]
 _UUID = "a0000000-0000-4000-8000-00000000000f"
 # Values each field may meet: final ones, ones to_candidate() normalises, ones it rejects.
 _ODD_VALUES = [

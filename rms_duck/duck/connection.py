@@ -80,7 +80,7 @@ def _register(con: duckdb.DuckDBPyConnection, *, replace: bool,
         install_schema(con)
     else:
         _warn_changed(con)
-    # Listing DuckDB's functions costs a quarter of connect(): a new database needs neither.
+    # Listing DuckDB's functions costs about a sixth of connect(): a new database needs neither.
     present: set[str] = set()
     if not new_database:
         _clear_udf_names(con, read_only)
