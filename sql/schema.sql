@@ -44,21 +44,37 @@ CREATE TABLE IF NOT EXISTS rms_nodes (
     -- RFC Method 3: Method 2 stored at creation, for any INSERT (rms_duck.tokens.estimate.
     -- stored_estimate_sql() writes this expression; it follows the content on every edit)
     token_cost_estimate INTEGER GENERATED ALWAYS AS (
-        CAST((length(regexp_replace(content, '[^A-Za-z]', '', 'g')) * 273598 +
-        length(regexp_replace(content, '\P{Cyrillic}', '', 'g')) * 355492 +
-        length(regexp_replace(content, '\P{Greek}', '', 'g')) * 531067 +
-        length(regexp_replace(content, '\P{Arabic}', '', 'g')) * 429923 +
-        length(regexp_replace(content, '\P{Hebrew}', '', 'g')) * 489956 +
-        length(regexp_replace(content, '\P{Devanagari}', '', 'g')) * 435730 +
-        length(regexp_replace(content, '\P{Han}', '', 'g')) * 640205 +
-        length(regexp_replace(content, '\P{Hangul}', '', 'g')) * 769231 +
-        length(regexp_replace(content, '\P{Hiragana}', '', 'g')) * 694444 +
-        length(regexp_replace(content, '\P{Katakana}', '', 'g')) * 713267 +
-        length(regexp_replace(content, '\P{Thai}', '', 'g')) * 416840 +
-        length(regexp_replace(content, '[^0-9]', '', 'g')) * 333333 +
-        length(regexp_replace(content, '[\s\p{L}\p{M}\p{N}]', '', 'g')) * 905797 +
-        (CASE WHEN length(regexp_replace(content, '[^\p{L}\p{M}\p{N}]', '', 'g')) - length(regexp_replace(content, '[^0-9]', '', 'g')) - length(regexp_replace(content, '[^A-Za-z]', '', 'g')) - length(regexp_replace(content, '\P{Cyrillic}', '', 'g')) - length(regexp_replace(content, '\P{Greek}', '', 'g')) - length(regexp_replace(content, '\P{Arabic}', '', 'g')) - length(regexp_replace(content, '\P{Hebrew}', '', 'g')) - length(regexp_replace(content, '\P{Devanagari}', '', 'g')) - length(regexp_replace(content, '\P{Han}', '', 'g')) - length(regexp_replace(content, '\P{Hangul}', '', 'g')) - length(regexp_replace(content, '\P{Hiragana}', '', 'g')) - length(regexp_replace(content, '\P{Katakana}', '', 'g')) - length(regexp_replace(content, '\P{Thai}', '', 'g')) > 0 THEN length(regexp_replace(content, '[^\p{L}\p{M}\p{N}]', '', 'g')) - length(regexp_replace(content, '[^0-9]', '', 'g')) - length(regexp_replace(content, '[^A-Za-z]', '', 'g')) - length(regexp_replace(content, '\P{Cyrillic}', '', 'g')) - length(regexp_replace(content, '\P{Greek}', '', 'g')) - length(regexp_replace(content, '\P{Arabic}', '', 'g')) - length(regexp_replace(content, '\P{Hebrew}', '', 'g')) - length(regexp_replace(content, '\P{Devanagari}', '', 'g')) - length(regexp_replace(content, '\P{Han}', '', 'g')) - length(regexp_replace(content, '\P{Hangul}', '', 'g')) - length(regexp_replace(content, '\P{Hiragana}', '', 'g')) - length(regexp_replace(content, '\P{Katakana}', '', 'g')) - length(regexp_replace(content, '\P{Thai}', '', 'g')) ELSE 0 END) * 1250000 +
-        999999) // 1000000 AS INTEGER)
+        CAST((length(content) * 6083086
+        - length(regexp_replace(content, '[A-Za-z]', '', 'g')) * 273598
+        - length(regexp_replace(content, '\p{Cyrillic}', '', 'g')) * 355492
+        - length(regexp_replace(content, '\p{Greek}', '', 'g')) * 531067
+        - length(regexp_replace(content, '\p{Arabic}', '', 'g')) * 429923
+        - length(regexp_replace(content, '\p{Hebrew}', '', 'g')) * 489956
+        - length(regexp_replace(content, '\p{Devanagari}', '', 'g')) * 435730
+        - length(regexp_replace(content, '\p{Han}', '', 'g')) * 640205
+        - length(regexp_replace(content, '\p{Hangul}', '', 'g')) * 769231
+        - length(regexp_replace(content, '\p{Hiragana}', '', 'g')) * 694444
+        - length(regexp_replace(content, '\p{Katakana}', '', 'g')) * 713267
+        - length(regexp_replace(content, '\p{Thai}', '', 'g')) * 416840
+        - length(regexp_replace(content, '[0-9]', '', 'g')) * 333333
+        + (length(regexp_replace(content, '\s', '', 'g'))
+           - length(regexp_replace(content, '[^\p{L}\p{M}\p{N}]', '', 'g'))) * 905797
+        + coalesce(TRY_CAST(length(regexp_replace(content, '[^\p{L}\p{M}\p{N}]', '', 'g'))
+            - length(content) * 12
+            + length(regexp_replace(content, '[A-Za-z]', '', 'g'))
+            + length(regexp_replace(content, '\p{Cyrillic}', '', 'g'))
+            + length(regexp_replace(content, '\p{Greek}', '', 'g'))
+            + length(regexp_replace(content, '\p{Arabic}', '', 'g'))
+            + length(regexp_replace(content, '\p{Hebrew}', '', 'g'))
+            + length(regexp_replace(content, '\p{Devanagari}', '', 'g'))
+            + length(regexp_replace(content, '\p{Han}', '', 'g'))
+            + length(regexp_replace(content, '\p{Hangul}', '', 'g'))
+            + length(regexp_replace(content, '\p{Hiragana}', '', 'g'))
+            + length(regexp_replace(content, '\p{Katakana}', '', 'g'))
+            + length(regexp_replace(content, '\p{Thai}', '', 'g'))
+            + length(regexp_replace(content, '[0-9]', '', 'g')) AS UBIGINT),
+            0) * 1250000
+        + 999999) // 1000000 AS INTEGER)
     ) VIRTUAL
 );
 

@@ -140,6 +140,28 @@ def _reference() -> dict[str, tuple[str, str]]:
         con.close()
 
 
+@cache
+def _earlier_shipped() -> dict[str, tuple[str, str]]:
+    """Definitions an earlier rms_duck stored that this one still accepts as shipped: tables
+    cannot be re-created without their data, so a file keeps what created it. (Only the
+    generated rms_nodes.token_cost_estimate changed its text, not its values.)"""
+    from ..tokens.estimate import earlier_stored_estimate_sql, stored_estimate_sql
+
+    con = duckdb.connect()
+    try:
+        # DuckDB's own rendering of each expression, as duckdb_columns() shows it.
+        con.execute(f"CREATE TABLE now (content VARCHAR, e INTEGER GENERATED ALWAYS AS "
+                    f"({stored_estimate_sql()}) VIRTUAL, o INTEGER GENERATED ALWAYS AS "
+                    f"({earlier_stored_estimate_sql()}) VIRTUAL)")
+        (new,), (old,) = con.execute(
+            "SELECT column_default FROM duckdb_columns() WHERE table_name = 'now' "
+            "AND column_name IN ('e', 'o') ORDER BY column_name").fetchall()
+    finally:
+        con.close()
+    kind, definition = _reference()["rms_nodes"]
+    return {"rms_nodes": (kind, definition.replace(new, old))}
+
+
 def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
     """Every rms_* object that differs from the shipped one, is missing or is not shipped,
     and every stored macro that shadows a built-in function. Reads only."""
@@ -154,7 +176,7 @@ def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
                 f"the {kind.lower()} {name} is missing ({where}): it was dropped, or this is "
                 "not an rms_duck database; restore it from a backup, or open the file "
                 "writable once with rms_duck.connect(path) to re-create what can be")))
-        elif have != (kind, definition):
+        elif have != (kind, definition) and have != _earlier_shipped().get(name):
             problems.append(ObjectProblem("STORED_OBJECT_CHANGED", name, (
                 f"the stored {have[0].lower()} {name} differs from the shipped {kind.lower()}; "
                 "verification ignores it and runs the shipped SQL, but plain DuckDB clients "

@@ -185,6 +185,9 @@ def _stored_terms() -> list[tuple[str, int]]:
 
 
 _OTHER_WEIGHT = round(1_000_000 / _OTHER_CHARS_PER_TOKEN)
+# RE2's \s, which the column's SQL uses: ASCII whitespace but the vertical tab. Python's
+# would also take the no-break, em and ideographic spaces, which the column counts as marks.
+_RE2_SPACE = "\t\n\f\r "
 
 
 def stored_estimate(text: str) -> int:
@@ -192,7 +195,7 @@ def stored_estimate(text: str) -> int:
     total = 0
     letters = 0
     for i, (pattern, weight) in enumerate(_stored_terms()):
-        n = len(regex.findall(pattern, text))
+        n = len(regex.findall(pattern.replace(r"\s", _RE2_SPACE), text))
         total += n * weight
         if i < len(STORED_CLASSES) - 2:  # the letter classes, not digits or symbols
             letters += n
@@ -203,7 +206,37 @@ def stored_estimate(text: str) -> int:
 
 
 def stored_estimate_sql(column: str = "content") -> str:
-    """The same estimate as one pure-SQL expression (RE2 classes), for a generated column."""
+    """The same estimate as one pure-SQL expression (RE2 classes), for a generated column.
+
+    DuckDB computes a generated column on every insert and read, binding the expression and
+    compiling its patterns once per statement, so the expression is written for that. A
+    class's count is the length minus what is left once its own characters are removed
+    (removing the few is far cheaper than removing all the rest), with the lengths summed
+    out algebraically so each class costs three function calls; symbols are what is left
+    of the text without whitespace and the letter-mark-number class; a negative count is
+    clamped by a TRY_CAST instead of a CASE that repeated 14 patterns. Same values as
+    earlier_stored_estimate_sql(): about a third of its time per row and two thirds of its
+    time to bind."""
+    def left(pattern: str) -> str:
+        return f"length(regexp_replace({column}, '{pattern}', '', 'g'))"
+    counted = _stored_terms()[:-1]  # the letter classes and digits
+    symbol_weight = _stored_terms()[-1][1]
+    letters = left(_negate(_OTHER_LETTERS))  # what is left is letters, marks and numbers
+    expr = f"length({column}) * {sum(w for _, w in counted)}" + "".join(
+        f" - {left(p)} * {w}" for p, w in counted)
+    expr += f" + ({left(chr(92) + 's')} - {letters}) * {symbol_weight}"
+    other = f"{letters} - length({column}) * {len(counted)} + " + " + ".join(
+        left(p) for p, _ in counted)
+    # max(other, 0) with `other` written once; greatest() would need the core_functions
+    # extension to replay a WAL, and a file must reopen offline.
+    expr += f" + coalesce(TRY_CAST({other} AS UBIGINT), 0) * {_OTHER_WEIGHT}"
+    return f"CAST(({expr} + 999999) // 1000000 AS INTEGER)"
+
+
+def earlier_stored_estimate_sql(column: str = "content") -> str:
+    """The generated column as shipped until 2026-12-02: the same values, written as a count
+    of what remains when everything outside each class is removed. Files created then keep
+    it (DuckDB cannot change a generated column in place), so verification accepts it."""
     def chars(pattern: str) -> str:
         return f"length(regexp_replace({column}, '{_negate(pattern)}', '', 'g'))"
     terms = [f"{chars(p)} * {w}" for p, w in _stored_terms()]
