@@ -55,6 +55,7 @@ def expected(mcon):
                                     config=CONFIG, store=False))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pandas", "polars", "relation", "capsule", "batch", "reader"])
 def test_every_arrow_capable_input_gives_the_arrow_bundle(mcon, expected, kind):
     table = pa.Table.from_pylist(ROWS)
@@ -128,6 +129,7 @@ def test_a_temp_query_inside_an_open_transaction_says_what_to_do(mcon):
         mcon.execute("ROLLBACK")
 
 
+@pytest.mark.slow
 def test_storing_on_a_read_only_file_suggests_store_false(tmp_path):
     path = str(tmp_path / "ro.duckdb")
     rms_duck.connect(path).close()

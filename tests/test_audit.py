@@ -50,6 +50,7 @@ def add_nodes(con, contents: list[str]) -> list[str]:
 
 # -- replay ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_replay_reproduces_the_bytes_of_every_demo_receipt(demo):
     ids = [r[0] for r in demo.execute(
         "SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts ORDER BY seq").fetchall()]

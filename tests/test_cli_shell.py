@@ -35,6 +35,7 @@ def test_version():
     assert done.returncode == 0 and done.stdout.strip() == f"rms-duck {rms_duck.__version__}"
 
 
+@pytest.mark.slow
 def test_pack_reads_json_lines_and_prints_one_bundle():
     done = rms("pack", "--budget", "300", "--config", '{"min_score": 0.1}', stdin=LINES)
     assert done.returncode == 0, done.stderr
@@ -74,12 +75,14 @@ def test_pack_with_db_stores_and_no_store_does_not(tmp_path):
     ('[1, 2]\n', "stdin line 1 must be a JSON object"),
     ('{"id": "a", "score": 5, "content": "x"}\n', "field 'score' must be a number in [0, 1]"),
 ])
+@pytest.mark.slow
 def test_pack_bad_input_exits_1_with_the_fix(stdin, message):
     done = rms("pack", "--budget", "300", stdin=stdin)
     assert done.returncode == 1 and done.stdout == ""
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_bad_line_is_named_by_its_stdin_line_and_creates_no_database(tmp_path):
     db = tmp_path / "fresh.duckdb"
     done = rms("pack", "--budget", "300", "--db", str(db),
@@ -132,6 +135,7 @@ def test_a_database_that_cannot_be_opened_is_named_without_a_traceback(tmp_path)
         rms_duck.connect(str(tmp_path / "plain.duckdb"), read_only=True)
 
 
+@pytest.mark.slow
 def test_empty_stdin_gives_an_empty_bundle_that_says_why():
     bundle = json.loads(rms("pack", "--budget", "300", stdin="").stdout)
     assert bundle["context"] == "" and bundle["flags"] == ["NO_CANDIDATES"]
@@ -192,6 +196,7 @@ def test_a_negative_eval_budget_says_it_must_be_positive(capsys):
     assert "--budgets must be a positive whole number, got -5" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_shipped_candidates_file_packs_as_the_docs_show(tmp_path):
     """README and integrations.md pipe examples/candidates.jsonl into `rms-duck pack`; the
     newcomer run found no such file shipped."""

@@ -56,6 +56,7 @@ def test_a_changed_byte_or_another_encoding_finds_nothing(con):
     assert load_line_costs(con, ['- "x"']) == {}
 
 
+@pytest.mark.slow
 def test_refresh_costs_every_node_once_and_primes_the_cache(con, enc):
     con.executemany("INSERT INTO rms_nodes (id, content, speaker) VALUES (?, ?, ?)",
                     [[node_id(i), f"node {i} text", "Ann" if i % 2 else None] for i in range(40)])
@@ -86,6 +87,7 @@ class _Spy(LineCounter):
         _Spy.made.append(self)
 
 
+@pytest.mark.slow
 def test_a_new_process_repack_tokenizes_only_the_metadata_and_output_check(con, monkeypatch):
     query = ("SELECT id::VARCHAR AS id, 0.5 AS score, content, speaker FROM rms_nodes "
              "ORDER BY id")
@@ -103,6 +105,7 @@ def test_a_new_process_repack_tokenizes_only_the_metadata_and_output_check(con, 
     assert counter.misses <= 2
 
 
+@pytest.mark.slow
 def test_a_warm_repack_neither_forecasts_nor_loads(con, monkeypatch):
     """Every line this process costed before: nothing to load, so nothing is forecast."""
     query = "SELECT id::VARCHAR AS id, 0.5 AS score, content FROM rms_nodes ORDER BY id"

@@ -52,6 +52,7 @@ def test_a_registered_format_cannot_take_citations():
                                  config={"context_format": "plain_test", "context_citations": True})
 
 
+@pytest.mark.slow
 def test_sql_pack_store_and_replay_with_a_registered_format():
     con = rms_duck.connect()
     con.execute("CREATE TABLE c AS SELECT * FROM (VALUES "

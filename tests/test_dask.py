@@ -153,6 +153,7 @@ def test_bundles_from_workers_store_in_key_order_and_verify(con, client):
     assert rms_duck.replay(con, stored.column("receipt_id")[40].as_py()).identical
 
 
+@pytest.mark.slow
 def test_errors_surface_from_the_workers_and_at_once(client):
     frame = pd.DataFrame({"q": [1, 2], "id": ["a", "b"], "score": [0.5, 4.0],
                           "content": ["x", "y"]})
@@ -175,6 +176,7 @@ def test_missing_dask_is_named_with_the_extra(monkeypatch):
         pack_groups(None, by="q", budget=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("missing", ["dask.dataframe", "distributed"])
 def test_bench_dask_without_dask_names_the_extra(monkeypatch, capsys, missing):
     """Newcomer run: `rms-duck bench --dask` on the base install ended in a traceback."""

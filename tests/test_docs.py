@@ -112,6 +112,7 @@ PAGES_WITH_SNIPPETS = [page for page in PAGES if SNIPPET.search(read(page))]
 
 
 # README's examples run by default; the longer ones in docs/ are `slow` (CI's second step).
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [
     pytest.param(page, id=page.name, marks=() if page == README else pytest.mark.slow)
     for page in PAGES_WITH_SNIPPETS])

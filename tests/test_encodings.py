@@ -100,6 +100,7 @@ def test_a_file_with_the_wrong_hash_is_rejected_and_named(fresh, monkeypatch):
 
 # -- RMS_DUCK_BPE_DIR finds files by their real name ------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzipped"])
 def test_bpe_dir_serves_o200k_harmony_from_o200k_base_file(fresh, monkeypatch, no_network, gz):
     folder = fresh / "bpe"
@@ -134,6 +135,7 @@ def test_missing_file_error_lists_every_way_and_not_what_was_done(fresh, monkeyp
            "p50k_base.tiktoken" in message
 
 
+@pytest.mark.slow
 def test_register_bpe_file_covers_every_encoding_of_that_file(fresh, no_network):
     path = fresh / "renamed.bin"
     path.write_bytes(o200k_bytes())
@@ -154,6 +156,7 @@ def every_name_tiktoken_knows() -> list[str]:
     return sorted({*tiktoken.list_encoding_names(), *openai_names(), "gpt2", "no_such_encoding"})
 
 
+@pytest.mark.slow
 def test_every_encoding_tiktoken_knows_loads_offline_or_fails_at_once(fresh, no_network):
     outcomes = {}
     for name in every_name_tiktoken_knows():
@@ -181,6 +184,7 @@ def test_no_network_in_sql_either(con, fresh, no_network):
     assert no_network == []
 
 
+@pytest.mark.slow
 def test_no_module_of_rms_duck_calls_tiktokens_loaders():
     """No code names tiktoken's loaders or downloaders; openai_specs.py only defines its own
     stand-ins under those names, for its private copy of the constructors' globals."""
@@ -421,6 +425,7 @@ def test_a_counter_for_another_encoding_is_refused():
                                  config={}, counter=LineCounter("cl100k_base"))
 
 
+@pytest.mark.slow
 def test_eval_command_takes_model_or_encoding(capsys):
     from rms_duck.cli import main
     from rms_duck.cli.demo import examples_dir

@@ -23,6 +23,7 @@ def _ranks(name: str):
         pytest.skip(f"{name} ranks are not available offline here")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CHARS_PER_TOKEN))
 def test_shipped_tables_are_the_vocabulary_derivation(name):
     assert derive_chars_per_token(_ranks(name)) == CHARS_PER_TOKEN[name]

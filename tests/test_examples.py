@@ -13,6 +13,7 @@ EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
 EXAMPLES = [path for path in EXAMPLES if path.name != "__init__.py"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(path):
     result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,

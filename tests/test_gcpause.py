@@ -79,6 +79,7 @@ def test_concurrent_packs_share_one_pause(collector_on):
     assert gc.isenabled()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS)
 def test_a_pack_leaves_no_reference_cycles(config):
     """What makes the pause safe: nothing a pack allocates needs the collector to be freed."""

@@ -86,6 +86,7 @@ def test_rms_candidates_refuses_an_index_that_was_never_built(demo_con):
     assert stale <= 5  # pins and tasks only: what the review saw as "3 instead of 20"
 
 
+@pytest.mark.slow
 def test_pack_refreshes_the_index_before_ranking(demo_con):
     sql = "SELECT * FROM rms_candidates(?, 'maya')"
     bundle = rms_duck.pack(demo_con, sql, params=[QUESTION], budget=4096, store=False)

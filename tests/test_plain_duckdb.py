@@ -32,6 +32,7 @@ def db(tmp_path):
     return path, bundle
 
 
+@pytest.mark.slow
 def test_plain_client_verifies_explains_and_ranks(db):
     path, bundle = db
     plain = duckdb.connect(path)
@@ -61,6 +62,7 @@ def test_plain_client_verifies_explains_and_ranks(db):
     ("SELECT rms_store([{'id': 'a', 'score': 0.5, 'content': 'x'}], 100)", "rms_store"),
     ("SELECT * FROM rms_replay()", "rms_replay"),
 ])
+@pytest.mark.slow
 def test_python_backed_macros_say_to_register(db, sql, name):
     plain = duckdb.connect(db[0])
     try:
@@ -73,6 +75,7 @@ def test_python_backed_macros_say_to_register(db, sql, name):
         plain.close()
 
 
+@pytest.mark.slow
 def test_macros_are_versioned_with_the_schema(db):
     path, _ = db
     con = duckdb.connect(path)
@@ -92,6 +95,7 @@ def test_macros_are_versioned_with_the_schema(db):
         con.close()
 
 
+@pytest.mark.slow
 def test_read_only_file_with_old_macros_gets_current_temp_copies(db):
     path, _ = db
     con = duckdb.connect(path)
@@ -107,6 +111,7 @@ def test_read_only_file_with_old_macros_gets_current_temp_copies(db):
         ro.close()
 
 
+@pytest.mark.slow
 def test_rms_duck_never_runs_a_macro_body_stored_in_the_file(db):
     """A file whose stored rms_candidates reads a file, with a forged 'current' digest row:
     rms_duck's connections and cursors run the shipped SQL, which shadows it."""

@@ -87,6 +87,7 @@ def test_arguments_of_the_wrong_kind_are_named_too(ranked, args, expected):
     assert expected in _error(ranked, args)
 
 
+@pytest.mark.slow
 def test_weights_and_cues_may_be_json_text_or_a_map(ranked):
     """Review of this change: JSON text was read as a JSON string, so weights summed to 0
     and a cue given as text was silently the default."""
@@ -111,6 +112,7 @@ def test_rms_candidate_scores_checks_its_arguments_as_well(ranked, args):
                           ).fetchall() == [(0,)]
 
 
+@pytest.mark.slow
 def test_the_argument_checks_run_when_nothing_matches():
     con = rms_duck.connect()
     assert con.execute("SELECT * FROM rms_candidates('budget')").fetchall() == []

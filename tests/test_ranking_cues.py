@@ -140,6 +140,7 @@ def test_month_window_is_a_path(chat):
     assert {k for k, paths in rows.items() if "TIME" in paths} == {nid(6), nid(7)}
 
 
+@pytest.mark.slow
 def test_path_count_counts_independent_retrievers_only(chat):
     # The packer takes path_count >= 2 first, and the score already fuses every signal. So
     # only independent retrievers count: the words (LEXICAL, FEEDBACK and NGRAM are one) and
@@ -213,6 +214,7 @@ def test_cue_validation_in_sql(chat):
         ids(chat, "greyhound", {"speaker": 3.0})
 
 
+@pytest.mark.slow
 def test_cli_cues_and_language(tmp_path, capsys):
     example = "examples/eval_conversations.jsonl"
     out = tmp_path / "r.json"
@@ -239,6 +241,7 @@ def test_your_own_embeddings_plug_into_the_vector_path(chat):
     assert rows[0][0] == nid(7) and rows[0][1] == ["VECTOR"] and rows[0][2] > 0.99
 
 
+@pytest.mark.slow
 def test_plain_duckdb_client_stems_with_the_index_vocabulary(tmp_path):
     """Without rms_duck's Python UDF, rms_stem() looks words up in rms_lexical_stems: the
     persistent ranking macros still rank, and forms the index saw still meet."""

@@ -123,6 +123,7 @@ def test_a_full_disk_fails_fast_with_a_clear_error(tmp_path):
     assert "cannot grow" in out and "free disk space" in out and "nothing was stored" in out
 
 
+@pytest.mark.slow
 def test_a_connection_shared_across_threads_works():
     con = rms_duck.connect()
     con.execute("INSERT INTO rms_nodes (id, content) "
@@ -148,6 +149,7 @@ def test_a_connection_shared_across_threads_works():
     assert con.execute("SELECT count(*), max(seq) FROM rms_receipts").fetchone() == (30, 30)
 
 
+@pytest.mark.slow
 def test_a_database_another_process_holds_is_a_clear_error(tmp_path, capsys):
     path = tmp_path / "held.duckdb"
     holder = subprocess.Popen(

@@ -57,6 +57,7 @@ def test_the_linear_fingerprint_equals_the_old_one(sql):
     assert fingerprint(tree) == _old_fingerprint(tree)
 
 
+@pytest.mark.slow
 def test_sixteen_thousand_literals_pass_the_guard():
     """Quadratic before (24 s here); no timing asserted, but a CI timeout would catch it."""
     sql = ("SELECT 'a' AS id, 0.5 AS score, 'x' AS content WHERE 1 IN ("

@@ -45,6 +45,7 @@ def test_deleting_the_newest_receipts_is_caught_by_the_heads(tmp_path):
     assert problem.problem == "HEAD_MISSING" and "now ends at seq 2" in problem.detail
 
 
+@pytest.mark.slow
 def test_rewriting_and_rehashing_the_last_receipt_is_caught_by_the_heads(tmp_path):
     con = fill(str(tmp_path / "a.duckdb"))
     heads = rms_duck.export_heads(con)
@@ -62,6 +63,7 @@ def test_rewriting_and_rehashing_the_last_receipt_is_caught_by_the_heads(tmp_pat
     assert [p.problem for p in rms_duck.verify_receipts(con, heads=heads)] == ["HEAD_MISMATCH"]
 
 
+@pytest.mark.slow
 def test_cli_exports_heads_and_checks_them(tmp_path, capsys):
     path = str(tmp_path / "a.duckdb")
     fill(path).close()
@@ -85,6 +87,7 @@ def test_cli_exports_heads_and_checks_them(tmp_path, capsys):
     assert f"heads       FAILED: 1 of 1 saved head(s) in {heads_file} not reached" in out
 
 
+@pytest.mark.slow
 def test_cli_does_not_export_heads_of_a_database_that_fails(tmp_path, capsys):
     path = str(tmp_path / "a.duckdb")
     con = fill(path)

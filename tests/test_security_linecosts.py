@@ -33,6 +33,7 @@ def h3_db(tmp_path):
     return path, clean
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("poison", [100_000, 0, 1, -1000, 3])
 def test_a_poisoned_cost_cache_changes_nothing_and_is_reported(h3_db, poison):
     path, clean = h3_db
@@ -54,6 +55,7 @@ def test_a_poisoned_cost_cache_changes_nothing_and_is_reported(h3_db, poison):
     con.close()
 
 
+@pytest.mark.slow
 def test_two_wrong_costs_that_add_up_right_change_nothing_and_are_reported(con):
     """One cost too high and one too low by as much: the whole-output count matches their
     sum, yet they choose other records. Each loaded cost of a context line is confirmed by
@@ -97,6 +99,7 @@ def test_loaded_costs_outside_their_bounds_are_refused():
     assert counter.cached_cost(line) in (None, counter.exact(line))
 
 
+@pytest.mark.slow
 def test_audit_recounts_the_line_cost_table(h3_db, capsys):
     path, _ = h3_db
     assert main(["audit", "--db", path, "--line-costs"]) == 0
@@ -112,6 +115,7 @@ def test_audit_recounts_the_line_cost_table(h3_db, capsys):
     assert "line costs  FAILED: 2 wrong row(s)" in out and out.count("  WRONG ") == 2
 
 
+@pytest.mark.slow
 def test_the_process_line_cache_is_capped_by_bytes(monkeypatch):
     clear_line_cache()
     monkeypatch.setattr(counter_module, "CACHE_BYTES", 4 * 1024 * 1024)

@@ -30,6 +30,7 @@ def _checkpoints_after_big_commits(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT count(*) FROM duckdb_logs WHERE type = 'Checkpoint'").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_an_in_memory_database_does_not_checkpoint_as_commits_accumulate():
     # The reproduction: plain DuckDB in memory rewrites its tables while commits pile up.
     assert _checkpoints_after_big_commits(duckdb.connect()) > 0

@@ -64,6 +64,7 @@ def test_a_replaced_problems_view_cannot_hide_an_edited_receipt(h1_db):
     assert "differs from the shipped view" in changed.detail
 
 
+@pytest.mark.slow
 def test_register_restores_the_shipped_view_and_warns(h1_db):
     with pytest.warns(RmsWarning, match="restored the shipped definitions of rms_receipt_problems"):
         con = rms_duck.connect(h1_db)
@@ -148,6 +149,7 @@ def test_every_bundle_column_is_checked_by_verify(con):
     assert {c for c in columns - digested if f"'{c}'" not in sql} == set()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", ["reasons", "encoding", "fields"])
 def test_audit_replay_fails_on_any_replay_difference(tmp_path, capsys, edit):
     path = str(tmp_path / "m4.duckdb")
@@ -224,6 +226,7 @@ def test_sql_replay_is_not_reproduced_when_the_inputs_were_edited(tmp_path):
     ('"receipt_version":4', '"receipt_version":"3"', "'receipt_version' must be a whole"),
     ('"receipt_version":4', '"receipt_version":[3]', "'receipt_version' must be a whole"),
 ])
+@pytest.mark.slow
 def test_replay_of_an_edited_receipt_is_a_receipt_error_in_python_and_sql(
         tmp_path, capsys, old, new, message):
     path = str(tmp_path / "f4.duckdb")
@@ -259,6 +262,7 @@ def test_audit_never_writes_into_a_file_that_is_not_an_rms_database(tmp_path, ca
     assert _tables(path) == ["t"]
 
 
+@pytest.mark.slow
 def test_audit_reports_dropped_tables_instead_of_recreating_them(tmp_path, capsys):
     path = str(tmp_path / "dropped.duckdb")
     con = rms_duck.connect(path)
@@ -278,6 +282,7 @@ def test_audit_reports_dropped_tables_instead_of_recreating_them(tmp_path, capsy
     assert _tables(path) == before
 
 
+@pytest.mark.slow
 def test_a_read_only_connection_warns_about_changed_objects(h1_db):
     with pytest.warns(RmsWarning, match="stored objects differ from the shipped ones: "
                                          "rms_receipt_problems"):
@@ -288,6 +293,7 @@ def test_a_read_only_connection_warns_about_changed_objects(h1_db):
         con.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spelling", ["SHA256", "Sha256"])
 def test_a_macro_shadowing_a_builtin_in_another_case_is_reported(tmp_path, spelling):
     """Audit review F1: DuckDB resolves SHA256 as sha256, so a macro spelt in upper case
@@ -311,6 +317,7 @@ def test_a_macro_shadowing_a_builtin_in_another_case_is_reported(tmp_path, spell
         ("STORED_OBJECT_SHADOWS", spelling)]
 
 
+@pytest.mark.slow
 def test_objects_in_another_case_are_compared_and_restored(tmp_path):
     """Audit review F2/F3: RMS_RECEIPT_PROBLEMS replaced the shipped view unseen (no warning,
     no restore, verify called it dropped), and an RMS_* table macro was never reported."""
@@ -363,6 +370,7 @@ def test_a_stored_macro_named_like_a_udf_in_another_case_is_dropped(tmp_path):
         con.close()
 
 
+@pytest.mark.slow
 def test_a_stored_macro_named_like_a_udf_is_reported_and_dropped(tmp_path):
     from rms_duck.errors import StoredObjectError
 
@@ -383,6 +391,7 @@ def test_a_stored_macro_named_like_a_udf_is_reported_and_dropped(tmp_path):
         con.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table_name, key, edit", [
     ("rms_bundles", "PRIMARY KEY (bundle_id)", ("UUID PRIMARY KEY", "UUID NOT NULL")),
     ("rms_receipts", "UNIQUE (bundle_id)", ("NOT NULL UNIQUE", "NOT NULL"))])
@@ -432,6 +441,7 @@ def test_a_view_planted_before_the_schema_existed_is_still_restored(tmp_path):
     con.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("connector", ["rms_duck", "duckdb"])
 def test_audits_refuse_an_empty_default_database_beside_an_attached_store(tmp_path,
                                                                           connector):
@@ -468,6 +478,7 @@ def test_audits_refuse_an_empty_default_database_beside_an_attached_store(tmp_pa
         direct.close()
 
 
+@pytest.mark.slow
 def test_packs_and_audits_use_the_database_connected_to_beside_attached_ones(tmp_path):
     """Diff review: rms_store() failed whenever another database was attached (the cursor
     asked the connection running the query), and a pack's store and its audits must agree
@@ -519,6 +530,7 @@ def test_register_after_use_of_another_database_is_refused(tmp_path):
         con.close()
 
 
+@pytest.mark.slow
 def test_threads_sharing_a_connection_pack_beside_an_attached_database(tmp_path):
     """Diff review: with another database attached, threads sharing one connection failed
     with ResourceInUseException (each cursor asked the connection)."""
@@ -535,6 +547,7 @@ def test_threads_sharing_a_connection_pack_beside_an_attached_database(tmp_path)
         con.close()
 
 
+@pytest.mark.slow
 def test_an_audit_leaves_the_callers_open_result_alone(tmp_path):
     """Diff review: asking `con` which database it uses ended the result a caller was
     reading on it, so a loop replaying each receipt stopped after the first."""

@@ -40,6 +40,7 @@ def test_rms_store_from_sql_stores_verifiable_replayable_bundles(con):
         assert rms_duck.replay(con, receipt_id).identical
 
 
+@pytest.mark.slow
 def test_rms_store_appends_a_calls_bundles_in_batches_not_one_by_one(con, monkeypatch):
     """A transaction per bundle cost about 10 ms each, 26 times the pack (2,000 groups of 8:
     21 s). rms_store now appends each call's bundles together, up to BATCH_ROWS per
@@ -98,6 +99,7 @@ def test_rms_store_rejects_bad_candidates_and_stores_nothing(con):
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
 
 
+@pytest.mark.slow
 def test_rms_store_on_a_read_only_file_says_what_to_do(tmp_path):
     path = str(tmp_path / "ro.duckdb")
     rms_duck.connect(path).close()

@@ -37,7 +37,7 @@ def _sql_values(con, texts: list[str], *expressions: str) -> list[tuple]:
         "FROM texts) ORDER BY ordinality").fetchall()]
 
 
-@settings(max_examples=examples(120), deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(ANY_TEXT)
 def test_the_two_sql_spellings_give_the_same_values(texts):
     con = duckdb.connect()
@@ -73,24 +73,22 @@ def _shared_alphabet() -> str:
     return "".join(sorted(agreed))
 
 
-@settings(max_examples=examples(120), deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.data())
 def test_python_stored_estimate_is_the_column(data):
     alphabet = _shared_alphabet()
     texts = data.draw(st.lists(st.text(st.sampled_from(alphabet) | st.sampled_from(ODD_SPACES),
                                        max_size=40), min_size=1, max_size=20))
-    con = rms_duck.connect()
+    con = duckdb.connect()
     try:
-        con.execute("INSERT INTO rms_nodes (id, content) SELECT uuid(), unnest(?)", [texts])
-        stored = sorted(con.execute(
-            "SELECT content, token_cost_estimate FROM rms_nodes").fetchall())
+        rows = _sql_values(con, texts, stored_estimate_sql())
     finally:
         con.close()
-    assert stored == sorted((text, stored_estimate(text)) for text in texts)
+    assert [value for (value,) in rows] == [stored_estimate(text) for text in texts]
 
 
 def test_odd_spaces_are_costed_as_the_column_costs_them():
-    # The review's kind of case: Python counted U+2003 as a space, RE2's \s does not.
+    # Python's \s takes U+2003 and U+00A0 for spaces; the column (RE2) counts them as marks.
     texts = ["a\u2003b" * 20, "x\u00a0y" * 20, "\x0b" * 4, "\u3000" * 10, "a\x85" * 10]
     con = duckdb.connect()
     try:
