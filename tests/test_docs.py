@@ -111,11 +111,10 @@ SNIPPET = re.compile(r"```python\n(.*?)```\n\nprints \(real output\):\n\n```\n(.
 PAGES_WITH_SNIPPETS = [page for page in PAGES if SNIPPET.search(read(page))]
 
 
-# README's examples run by default; the longer ones in docs/ are `slow` (CI's second step).
+# Each page's examples start processes and write files: CI's second step runs them all.
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [
-    pytest.param(page, id=page.name, marks=() if page == README else pytest.mark.slow)
-    for page in PAGES_WITH_SNIPPETS])
+@pytest.mark.parametrize("page", [pytest.param(page, id=page.name)
+                                  for page in PAGES_WITH_SNIPPETS])
 def test_printed_outputs_are_real(page, tmp_path, update_golden):
     """Each snippet runs in a fresh process, in order, in one scratch directory per page (the
     auditor example reads the database the agent store example wrote)."""

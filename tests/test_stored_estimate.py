@@ -141,8 +141,9 @@ def test_the_schema_holds_the_current_spelling():
 
 @pytest.mark.slow
 def test_a_file_with_nodes_in_its_wal_reopens_in_a_new_process(tmp_path):
-    """The column is replayed from the WAL before any extension loads: a function outside
-    DuckDB's core there (greatest() is in core_functions) makes the file unopenable offline."""
+    """A new process replays the WAL, column and all, before any query runs; with greatest()
+    in the column this failed here (autoloading core_functions). The function list test
+    below guards the same thing where the wheel links that extension in."""
     import subprocess
     import sys
 
@@ -160,3 +161,56 @@ def test_a_file_with_nodes_in_its_wal_reopens_in_a_new_process(tmp_path):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == stored_estimate("Привет, 42!")
+
+
+def test_a_changed_file_with_the_earlier_column_is_told_what_changed(tmp_path):
+    """Review D2: the difference was named against the current spelling, so the 6,000
+    characters of the accepted column hid the real change (a dropped primary key)."""
+    path = str(tmp_path / "earlier-no-key.duckdb")
+    con = duckdb.connect(path)
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(_earlier_schema().replace("id                  UUID PRIMARY KEY,",
+                                          "id                  UUID NOT NULL,", 1))
+    install_persistent_macros(con)
+    con.close()
+    con = rms_duck.connect(path)
+    try:
+        found = [p for p in object_problems(con) if p.name == "rms_nodes"]
+    finally:
+        con.close()
+    assert len(found) == 1
+    assert "it lacks 'PRIMARY KEY (id)'" in found[0].detail
+    assert "token_cost_estimate" not in found[0].detail
+
+
+def _functions(expression: str) -> set[str]:
+    import json
+
+    con = duckdb.connect()
+    try:
+        (text,), = con.execute("SELECT json_serialize_sql(?)",
+                               [f"SELECT {expression} FROM t"]).fetchall()
+    finally:
+        con.close()
+    found: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "function_name" in node:
+                found.add(node["function_name"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(text))
+    return found
+
+
+def test_the_column_calls_only_functions_the_earlier_one_called():
+    """Review D3: the WAL test cannot see a function outside DuckDB's core when the wheel links
+    that extension in, so the functions are listed here: the earlier spelling's, which files
+    have replayed offline since it shipped. (COALESCE and TRY_CAST are parser expressions.)"""
+    assert _functions(stored_estimate_sql()) <= _functions(earlier_stored_estimate_sql()) \
+        == {"length", "regexp_replace", "+", "-", "*", "//"}

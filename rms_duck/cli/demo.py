@@ -24,6 +24,7 @@ NODE_COLUMNS = (
     "valid_from", "valid_to", "created_at", "superseded_by", "speaker", "evidence_ids",
     "session_id", "session_position", "condition_state",
 )
+EDGE_COLUMNS = ("source_id", "target_id", "kind")
 NODE_DEFAULTS = {"type": "note", "epistemic_type": "asserted", "source_type": "user_stated",
                  "lifecycle_state": "tentative", "confidence": 0.5, "salience": 0.5,
                  "pinned": False}
@@ -39,33 +40,61 @@ def examples_dir() -> Path:
 
 
 def load_memory(con, data: dict[str, Any]) -> int:
-    """Insert the sample nodes and edges; rows already present are left alone."""
-    nodes: dict[str, list[Any]] = {col: [] for col in NODE_COLUMNS}
+    """Insert the sample nodes and edges, all or none; rows already present are left alone."""
+    nodes = []
     for node in data["nodes"]:
         node = {**NODE_DEFAULTS, **node}
         if node.get("structured_value") is not None:
             node["structured_value"] = json.dumps(node["structured_value"])
-        for col in NODE_COLUMNS:
-            nodes[col].append(node.get(col))
-    edges = {name: [e[name] for e in data["edges"]]
-             for name in ("source_id", "target_id", "kind")}
-    columns = ", ".join(NODE_COLUMNS)
+        nodes.append([node.get(col) for col in NODE_COLUMNS])
+    edges = [[e[col] for col in EDGE_COLUMNS] for e in data["edges"]]
+    tables = {"rms_nodes": (NODE_COLUMNS, nodes), "rms_edges": (EDGE_COLUMNS, edges)}
+    scans = {table: _arrow(columns, rows) for table, (columns, rows) in tables.items()}
     before = con.execute("SELECT count(*) FROM rms_nodes").fetchall()[0][0]
-    # One Arrow scan per table: executemany inserts row by row, about 50 ms a row here.
-    # The INSERT casts each column to the table's type (text to UUID, TIMESTAMPTZ, JSON).
-    _insert(con, "rms_nodes", columns, pa.table(nodes))
-    _insert(con, "rms_edges", "source_id, target_id, kind",
-            pa.table(edges, schema=pa.schema([(name, pa.string()) for name in edges])))
+    for table, scan in scans.items():
+        if scan is not None:
+            con.register(f"{table}_to_load", scan)
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table, (columns, rows) in tables.items():
+                _insert(con, table, columns, rows, scans[table] is not None)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        for table, scan in scans.items():
+            if scan is not None:
+                con.unregister(f"{table}_to_load")
     return con.execute("SELECT count(*) FROM rms_nodes").fetchall()[0][0] - before
 
 
-def _insert(con, table: str, columns: str, rows: pa.Table) -> None:
-    con.register("rms_demo_rows", rows)
+def _arrow(columns: tuple[str, ...], rows: list[list[Any]]) -> pa.Table | None:
+    """The rows as one Arrow table, or None when there are none or a column mixes values
+    Arrow cannot give one type (pinned 1 beside false, a UUID object beside text)."""
+    if not rows:
+        return None
     try:
-        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM rms_demo_rows "
+        return pa.table({col: [row[i] for row in rows] for i, col in enumerate(columns)})
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return None
+
+
+def _insert(con, table: str, columns: tuple[str, ...], rows: list[list[Any]],
+            scanned: bool) -> None:
+    """One INSERT over the registered Arrow table: executemany inserts row by row, about
+    30 ms a row into rms_nodes (its generated column is bound per statement). The INSERT
+    casts each column to the table's type. Rows Arrow could not type go row by row, where
+    DuckDB casts each value as it comes."""
+    names = ", ".join(columns)
+    if scanned:
+        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {table}_to_load "
                     "ON CONFLICT DO NOTHING").fetchall()
-    finally:
-        con.unregister("rms_demo_rows")
+    elif rows:
+        marks = ", ".join("?" for _ in columns)
+        con.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks}) "
+                        "ON CONFLICT DO NOTHING", rows)
 
 
 def run_demo(db: str, *, budget: int = 4096, context_format: str = "reader",

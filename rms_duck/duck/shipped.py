@@ -177,10 +177,14 @@ def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
                 "not an rms_duck database; restore it from a backup, or open the file "
                 "writable once with rms_duck.connect(path) to re-create what can be")))
         elif have != (kind, definition) and have != _earlier_shipped().get(name):
+            # Named against the accepted definition it is closest to: a file created with
+            # the earlier column spelling that lost a key must be told of the key.
+            nearest = min([(kind, definition), *filter(None, [_earlier_shipped().get(name)])],
+                          key=lambda accepted: _changed_lines(have, accepted))
             problems.append(ObjectProblem("STORED_OBJECT_CHANGED", name, (
                 f"the stored {have[0].lower()} {name} differs from the shipped {kind.lower()}; "
                 "verification ignores it and runs the shipped SQL, but plain DuckDB clients "
-                f"reading it may be misled; {_difference(have, (kind, definition))}; "
+                f"reading it may be misled; {_difference(have, nearest)}; "
                 "rms_duck.connect(path) on a writable file restores shipped views and macros")))
     for name, (kind, definition) in sorted(stored.items()):
         if name not in shipped:
@@ -218,6 +222,11 @@ def restore_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
             con.execute(restore_statement(problem.name))
             restored.append(problem.name)
     return restored
+
+
+def _changed_lines(stored: tuple[str, str], shipped: tuple[str, str]) -> int:
+    have, want = set(stored[1].splitlines()), set(shipped[1].splitlines())
+    return len(have ^ want)
 
 
 def _difference(stored: tuple[str, str], shipped: tuple[str, str]) -> str:
