@@ -29,22 +29,21 @@ ODD_SPACES = "\u00a0\u2003\x0b\x85\u3000\u2028\t\n\r\f "
 ANY_TEXT = st.lists(st.text(st.characters(codec="utf-8"), max_size=40), min_size=1, max_size=30)
 
 
-def _sql_values(con, texts: list[str], *expressions: str) -> list[tuple]:
-    con.execute("CREATE OR REPLACE TEMP TABLE texts AS SELECT unnest(?) AS content", [texts])
-    columns = ", ".join(expressions)
-    return [row[1:] for row in con.execute(
-        f"SELECT ordinality, {columns} FROM (SELECT content, row_number() OVER () AS ordinality "
-        "FROM texts) ORDER BY ordinality").fetchall()]
+def _sql_values(texts: list[str], *expressions: str) -> list[tuple]:
+    """Each expression over each text, in the texts' order, in a plain DuckDB database."""
+    con = duckdb.connect()
+    try:
+        return [row[1:] for row in con.execute(
+            f"SELECT i, {', '.join(expressions)} FROM (SELECT i, ($1::VARCHAR[])[i] AS content "
+            "FROM range(1, len($1) + 1) AS r(i)) ORDER BY i", [texts]).fetchall()]
+    finally:
+        con.close()
 
 
 @settings(max_examples=examples(60), deadline=None)
 @given(ANY_TEXT)
 def test_the_two_sql_spellings_give_the_same_values(texts):
-    con = duckdb.connect()
-    try:
-        rows = _sql_values(con, texts, stored_estimate_sql(), earlier_stored_estimate_sql())
-    finally:
-        con.close()
+    rows = _sql_values(texts, stored_estimate_sql(), earlier_stored_estimate_sql())
     assert all(new == old for new, old in rows), list(zip(texts, rows, strict=True))
 
 
@@ -79,22 +78,14 @@ def test_python_stored_estimate_is_the_column(data):
     alphabet = _shared_alphabet()
     texts = data.draw(st.lists(st.text(st.sampled_from(alphabet) | st.sampled_from(ODD_SPACES),
                                        max_size=40), min_size=1, max_size=20))
-    con = duckdb.connect()
-    try:
-        rows = _sql_values(con, texts, stored_estimate_sql())
-    finally:
-        con.close()
+    rows = _sql_values(texts, stored_estimate_sql())
     assert [value for (value,) in rows] == [stored_estimate(text) for text in texts]
 
 
 def test_odd_spaces_are_costed_as_the_column_costs_them():
     # Python's \s takes U+2003 and U+00A0 for spaces; the column (RE2) counts them as marks.
     texts = ["a\u2003b" * 20, "x\u00a0y" * 20, "\x0b" * 4, "\u3000" * 10, "a\x85" * 10]
-    con = duckdb.connect()
-    try:
-        rows = _sql_values(con, texts, stored_estimate_sql())
-    finally:
-        con.close()
+    rows = _sql_values(texts, stored_estimate_sql())
     assert [value for (value,) in rows] == [stored_estimate(text) for text in texts]
     assert stored_estimate("a\u2003b" * 20) == 30
 

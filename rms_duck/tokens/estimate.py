@@ -224,7 +224,8 @@ def stored_estimate_sql(column: str = "content") -> str:
     letters = left(_negate(_OTHER_LETTERS))  # what is left is letters, marks and numbers
     expr = f"length({column}) * {sum(w for _, w in counted)}" + "".join(
         f" - {left(p)} * {w}" for p, w in counted)
-    expr += f" + ({left(chr(92) + 's')} - {letters}) * {symbol_weight}"
+    not_spaces = left(r"\s")  # what is left is everything but (RE2's ASCII) whitespace
+    expr += f" + ({not_spaces} - {letters}) * {symbol_weight}"
     other = f"{letters} - length({column}) * {len(counted)} + " + " + ".join(
         left(p) for p, _ in counted)
     # max(other, 0) with `other` written once; greatest() would need the core_functions
