@@ -447,16 +447,17 @@ CREATE TABLE IF NOT EXISTS rms_lexical_ngrams (
 );
 
 -- rms_candidate: the canonical candidate STRUCT that pack_context() casts its input to.
+-- Whole fields are BIGINT, so a value past 32 bits reaches the Python checks, which name it.
 -- Times travel as text: a TIMESTAMPTZ prints with its offset (the exact instant), a naive
 -- TIMESTAMP prints without one and stays nominal, whatever the session's time zone.
 CREATE TYPE IF NOT EXISTS rms_candidate AS STRUCT(
     id VARCHAR, score DOUBLE, content VARCHAR, type VARCHAR, paths VARCHAR[],
-    path_count INTEGER, salience DOUBLE, pinned BOOLEAN, confidence DOUBLE,
+    path_count BIGINT, salience DOUBLE, pinned BOOLEAN, confidence DOUBLE,
     epistemic_type VARCHAR, source_type VARCHAR, lifecycle_state VARCHAR,
     namespace_id VARCHAR, event_time VARCHAR, valid_from VARCHAR,
     valid_to VARCHAR, superseded_by VARCHAR, speaker VARCHAR, evidence_ids VARCHAR[],
     structured_value VARCHAR, prose VARCHAR, contradicts VARCHAR[], session_id VARCHAR,
-    session_position INTEGER, condition_state VARCHAR, token_cost_estimate INTEGER
+    session_position BIGINT, condition_state VARCHAR, token_cost_estimate BIGINT
 );
 
 -- rms_stopwords seed: common English function words (only while the table is empty)

@@ -468,3 +468,20 @@ def test_a_reference_time_whose_utc_instant_leaves_the_calendar_is_named():
     with pytest.raises(duckdb.Error, match=message):
         con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], 300, ?)",
                     [json.dumps(config)]).fetchall()
+
+
+@pytest.mark.parametrize("sql, field, value", [
+    # A BIGINT past 32 bits failed with DuckDB's cast error, which names no field.
+    ("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x', "
+     "'path_count': 3000000000}], 100)", "path_count", "3000000000"),
+    ("SELECT rms_store([{'id': 'a', 'score': 0.5, 'content': 'x', "
+     "'token_cost_estimate': -3000000000}], 100)", "token_cost_estimate", "-3000000000"),
+    ("SELECT pack_context(list({'id': id, 'score': 0.5, 'content': 'x', "
+     "'session_position': p}), 100) FROM (VALUES ('a', 1), ('b', 3000000000)) AS t(id, p)",
+     "session_position", "3000000000"),
+])
+def test_a_sql_whole_field_past_32_bits_is_named_with_its_value(con, sql, field, value):
+    with pytest.raises(duckdb.Error, match=rf"field '{field}' must be in .*got {value}") as err:
+        con.execute(sql).fetchall()
+    assert "candidate #" in str(err.value)
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]

@@ -205,3 +205,25 @@ def test_the_column_calls_only_functions_the_earlier_one_called():
     have replayed offline since it shipped. (COALESCE and TRY_CAST are parser expressions.)"""
     assert _functions(stored_estimate_sql()) <= _functions(earlier_stored_estimate_sql()) \
         == {"length", "regexp_replace", "+", "-", "*", "//"}
+
+
+def test_a_file_with_the_earlier_candidate_type_verifies(tmp_path):
+    """rms_candidate's whole fields were INTEGER; a file created then keeps that type."""
+    schema = _earlier_schema()
+    for field in ("path_count", "session_position", "token_cost_estimate"):
+        schema = schema.replace(f"{field} BIGINT", f"{field} INTEGER")
+    assert schema.count(" INTEGER, ") > 0 and "path_count INTEGER" in schema
+    path = str(tmp_path / "earlier-type.duckdb")
+    con = duckdb.connect(path)
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(schema)
+    install_persistent_macros(con)
+    con.close()
+    con = rms_duck.connect(path)
+    try:
+        assert object_problems(con) == []
+        bundle = con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x', "
+                             "'path_count': 2}], 200)").fetchall()[0][0]
+        assert bundle["included"][0]["id"] == "a"
+    finally:
+        con.close()

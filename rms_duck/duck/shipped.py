@@ -140,11 +140,17 @@ def _reference() -> dict[str, tuple[str, str]]:
         con.close()
 
 
+# The whole fields of the candidate type were INTEGER until 2026-12-02; BIGINT lets a value
+# past 32 bits reach the Python checks, which name the candidate, the field and the value.
+_WIDENED_FIELDS = ("path_count", "session_position", "token_cost_estimate")
+
+
 @cache
 def _earlier_shipped() -> dict[str, tuple[str, str]]:
-    """Definitions an earlier rms_duck stored that this one still accepts as shipped: tables
-    cannot be re-created without their data, so a file keeps what created it. (Only the
-    generated rms_nodes.token_cost_estimate changed its text, not its values.)"""
+    """Definitions an earlier rms_duck stored that this one still accepts as shipped: a file
+    keeps what created it (`CREATE ... IF NOT EXISTS` leaves it; a table cannot be re-created
+    without its data). The generated rms_nodes.token_cost_estimate changed its text, not its
+    values; rms_candidate's whole fields were INTEGER, which packs still read the same way."""
     from ..tokens.estimate import earlier_stored_estimate_sql, stored_estimate_sql
 
     con = duckdb.connect()
@@ -159,7 +165,11 @@ def _earlier_shipped() -> dict[str, tuple[str, str]]:
     finally:
         con.close()
     kind, definition = _reference()["rms_nodes"]
-    return {"rms_nodes": (kind, definition.replace(new, old))}
+    type_kind, type_text = _reference()["rms_candidate"]
+    for field in _WIDENED_FIELDS:
+        type_text = type_text.replace(f"{field} BIGINT", f"{field} INTEGER")
+    return {"rms_nodes": (kind, definition.replace(new, old)),
+            "rms_candidate": (type_kind, type_text)}
 
 
 def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
