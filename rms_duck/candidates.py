@@ -387,9 +387,10 @@ def _whole(where: _Where, field: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise where.fail(field, value, "must be a whole number", "cast it to INTEGER")
     if not INT32_MIN <= value <= INT32_MAX:
-        # SQL's candidate STRUCT holds it as an INTEGER: every entry point takes the same.
+        # The 32-bit range at every entry point: rms_nodes and files of earlier releases
+        # hold these fields as INTEGER.
         raise where.fail(field, value, f"must be in {INT32_MIN:,}..{INT32_MAX:,} (a 32-bit "
-                         "INTEGER)", "pass a smaller number")
+                         "INTEGER)", "pass a number in that range")
     return value
 
 

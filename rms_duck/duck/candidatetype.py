@@ -15,8 +15,9 @@ structured_value (their text is their JSON). One lossy cast passes too, because 
 would refuse common SQL (ceil() and avg() return DOUBLE): a fractional DOUBLE or DECIMAL
 whole field (path_count 1.5) is rounded by DuckDB, where Python refuses it. The whole fields
 are BIGINT in rms_candidate, so a value past 32 bits (a BIGINT row_number() of 3e9) reaches
-the Python checks, which name the candidate, the field and the value; only a value past 64
-bits (a HUGEINT, or a DOUBLE of 1e20 or NaN) still meets DuckDB's own cast error.
+the Python checks, which name the candidate, the field and the value; only a value outside
+BIGINT's range (a large HUGEINT or UBIGINT, a DOUBLE of 1e19, inf or NaN) still meets
+DuckDB's own cast error.
 """
 
 from __future__ import annotations
