@@ -4,6 +4,7 @@ every bundle column, fails on any replay difference, and audits read-only."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import duckdb
@@ -461,10 +462,10 @@ def test_audits_refuse_an_empty_default_database_beside_an_attached_store(tmp_pa
     auditor.execute("USE audited")
     try:
         message = (r"rms_duck's audits read this connection's default database 'memory', "
-                   r"which holds no receipts, while attached databases hold some: "
-                   r"'audited' \(1\); an audit reads the database the connection was "
-                   r"opened on, whatever ATTACH or USE did since\. To audit an attached "
-                   r"file, DETACH it")
+                   r"which holds no receipts, while attached databases or other schemas hold "
+                   r"some: 'audited' \(1\); an audit reads the receipts in schema main of the "
+                   r"database the connection was opened on, whatever ATTACH or USE did "
+                   r"since\. To audit an attached file, DETACH it")
         for audit in (rms_duck.verify_receipts, rms_duck.export_heads,
                       lambda c: rms_duck.replay(c, rid), summarise):
             with pytest.raises(ReceiptError, match=message):
@@ -580,3 +581,24 @@ def test_a_named_in_memory_database_is_shared_so_a_second_connect_still_register
     finally:
         second.close()
         first.close()
+
+
+@pytest.mark.parametrize("where, place", [
+    ("ATTACH ':memory:' AS other; CREATE SCHEMA other.archive; "
+     "CREATE TABLE other.archive.rms_receipts AS SELECT 1 AS seq", "'other.archive' (1)"),
+    ("CREATE SCHEMA archive; CREATE TABLE archive.rms_receipts AS SELECT 1 AS seq "
+     "UNION ALL SELECT 2", "'memory.archive' (2)"),
+])
+def test_audits_refuse_receipts_kept_outside_schema_main(where, place):
+    """Known since the audit review: only schema main was counted, so receipts kept in
+    another schema, of the default database or an attached one, left an audit of the empty
+    default store passing with nothing to say."""
+    con = rms_duck.connect()
+    try:
+        con.execute(where)
+        for audit in (rms_duck.verify_receipts, rms_duck.export_heads, summarise):
+            with pytest.raises(ReceiptError, match=re.escape(
+                    f"while attached databases or other schemas hold some: {place}")):
+                audit(con)
+    finally:
+        con.close()

@@ -50,37 +50,35 @@ def audit_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 def _refuse_unread_store(cur: duckdb.DuckDBPyConnection) -> None:
-    databases = [name for (name,) in cur.execute(
-        "SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall()]
-    if len(databases) <= 1:
-        return
-    stores = {db: n for db, n in _receipt_counts(cur, databases).items() if n is not None}
     (here,), = cur.execute("SELECT current_database()").fetchall()
+    stores = _receipt_counts(cur)
     if stores.get(here):
         return
-    elsewhere = {db: n for db, n in stores.items() if db != here and n}
+    elsewhere = {place: n for place, n in stores.items() if place != here and n}
     if elsewhere:
-        listed = ", ".join(f"{db!r} ({n})" for db, n in sorted(elsewhere.items()))
+        listed = ", ".join(f"{place!r} ({n})" for place, n in sorted(elsewhere.items()))
         raise ReceiptError(
             f"rms_duck's audits read this connection's default database {here!r}, which holds "
-            f"no receipts, while attached databases hold some: {listed}; an audit reads the "
-            "database the connection was opened on, whatever ATTACH or USE did since. To "
-            "audit an attached file, DETACH it and open it on a connection of its own, for "
-            "example rms_duck.verify_receipts(duckdb.connect(path, read_only=True)); to "
-            "audit the default database, DETACH the others")
+            f"no receipts, while attached databases or other schemas hold some: {listed}; an "
+            "audit reads the receipts in schema main of the database the connection was "
+            "opened on, whatever ATTACH or USE did since. To audit an attached file, DETACH it "
+            "and open it on a connection of its own, for example "
+            "rms_duck.verify_receipts(duckdb.connect(path, read_only=True)); to audit the "
+            "default database, DETACH the others (receipts kept in another schema are not "
+            "rms_duck's store: copy them to main in a database of their own to audit them)")
 
 
-def _receipt_counts(cur: duckdb.DuckDBPyConnection, databases: list[str]) -> dict[str, int | None]:
-    """Receipts stored per database (None: it has no rms_receipts table)."""
-    with_table = {db for (db,) in cur.execute(
-        "SELECT database_name FROM duckdb_tables() WHERE schema_name = 'main' "
-        "AND lower(table_name) = 'rms_receipts'").fetchall()}
-    out: dict[str, int | None] = {}
-    for db in databases:
-        if db in with_table:
-            (count,), = cur.execute(
-                f"SELECT count(*) FROM {sql_identifier(db)}.main.rms_receipts").fetchall()
-            out[db] = count
-        else:
-            out[db] = None
+def _receipt_counts(cur: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Receipts stored per place: 'db' for a database's schema main, 'db.schema' for any
+    other schema (rms_duck stores only in main; a copy elsewhere is still a store the caller
+    may think is audited)."""
+    out: dict[str, int] = {}
+    for db, schema in cur.execute(
+            "SELECT database_name, schema_name FROM duckdb_tables() "
+            "WHERE lower(table_name) = 'rms_receipts' ORDER BY ALL").fetchall():
+        (count,), = cur.execute(
+            f"SELECT count(*) FROM {sql_identifier(db)}.{sql_identifier(schema)}.rms_receipts"
+        ).fetchall()
+        place = db if schema == "main" else f"{db}.{schema}"
+        out[place] = out.get(place, 0) + count
     return out
