@@ -119,6 +119,11 @@ CREATE OR REPLACE MACRO rms_bm25_part(tf, n_terms, df, n_docs, avgdl, k1, b) AS
     / (tf + k1 * (1 - b + b * n_terms / avgdl));
 COMMENT ON MACRO rms_bm25_part IS 'rms_bm25_part(tf, n_terms, df, n_docs, avgdl, k1, b): one term''s BM25 score in one node (helper)';
 
+-- Every floating-point sum here is sum(x ORDER BY x): addition rounds differently in another
+-- order, and a parallel aggregate adds in whatever order its threads finish, so a plain sum
+-- gave scores that differed in the last bit from run to run on a large store. Summed in
+-- value order, a group gives the same bits on every run and in every plan.
+
 -- rms_bm25_terms: Okapi BM25 for a weighted list of index terms (stems), each part scaled
 -- by its term's weight; rms_bm25 and the feedback expansion both use it
 CREATE OR REPLACE MACRO rms_bm25_terms(terms, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
@@ -146,7 +151,7 @@ CREATE OR REPLACE MACRO rms_bm25_terms(terms, namespace := NULL, k1 := 1.2, b :=
                    AS part
         FROM hits AS h JOIN df USING (term), stats AS s, params AS p
     )
-    SELECT node_id, sum(part) AS bm25 FROM parts GROUP BY node_id;
+    SELECT node_id, sum(part ORDER BY part) AS bm25 FROM parts GROUP BY node_id;
 COMMENT ON MACRO TABLE rms_bm25_terms IS 'rms_bm25_terms(terms STRUCT(term, weight)[], namespace := NULL, k1 := 1.2, b := 0.75): node_id, weighted BM25 over index stems';
 
 -- rms_bm25: the LEXICAL path, Okapi BM25 over the stems of each node's words (the same
@@ -172,7 +177,7 @@ CREATE OR REPLACE MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75)
                rms_bm25_part(h.tf, h.n_terms, df.n, s.n_docs, s.avgdl, p.k1, p.b) AS part
         FROM hits AS h JOIN df USING (term), stats AS s, params AS p
     )
-    SELECT node_id, sum(part) AS bm25 FROM parts GROUP BY node_id;
+    SELECT node_id, sum(part ORDER BY part) AS bm25 FROM parts GROUP BY node_id;
 COMMENT ON MACRO TABLE rms_bm25 IS 'rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75): node_id, bm25 for nodes sharing a word stem with the query';
 
 -- rms_feedback_terms: pseudo-relevance feedback (RM3-style): the stems that weigh most in
@@ -183,14 +188,17 @@ CREATE OR REPLACE MACRO rms_feedback_terms(query, namespace := NULL, docs := 5, 
         SELECT node_id, bm25 FROM rms_bm25(query, namespace)
         ORDER BY bm25 DESC, node_id LIMIT docs
     ),
-    share AS (SELECT node_id, bm25 / sum(bm25) OVER () AS w FROM first),
+    share AS (
+        SELECT node_id, bm25 / (SELECT sum(bm25 ORDER BY bm25) FROM first) AS w FROM first
+    ),
     scope AS (
         SELECT d.node_id FROM rms_lexical_docs AS d JOIN rms_nodes AS n ON n.id = d.node_id
         WHERE (namespace IS NULL OR n.namespace_id = namespace)
           AND rms_retrievable(n.lifecycle_state)
     ),
     picked AS (
-        SELECT t.term, sum(s.w * t.tf / greatest(d.n_terms, 1)) AS mass
+        SELECT t.term, sum(s.w * t.tf / greatest(d.n_terms, 1)
+                           ORDER BY s.w * t.tf / greatest(d.n_terms, 1)) AS mass
         FROM share AS s JOIN rms_lexical_terms AS t USING (node_id)
         JOIN rms_lexical_docs AS d USING (node_id)
         WHERE t.term NOT IN (SELECT term FROM rms_query_terms(query))
@@ -466,11 +474,11 @@ CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
                'FEEDBACK' FROM expansion
     ),
     lex AS (
-        SELECT node_id, least(1.0, sum(s)) AS signal,
+        SELECT node_id, least(1.0, sum(s ORDER BY s)) AS signal,
                -- FEEDBACK names the nodes only the expanded query found
                CASE WHEN list_contains(list(path), 'LEXICAL') THEN 'LEXICAL'
                     ELSE 'FEEDBACK' END AS via,
-               row_number() OVER (ORDER BY sum(s) DESC, node_id) AS rnk
+               row_number() OVER (ORDER BY sum(s ORDER BY s) DESC, node_id) AS rnk
         FROM lex_parts GROUP BY node_id
     ),
     ngr AS (
