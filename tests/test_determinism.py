@@ -286,7 +286,8 @@ def _large_store(nodes: int) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
         "(1 + hash(i, x) % ?)::BIGINT)), ' ') || '.', 'session ' || (i // 20), i % 20 "
         "FROM range(?) t(i)", [words, len(words), nodes])
     rms_duck.refresh_index(con)
-    assert con.execute("SELECT count(*) FROM rms_lexical_terms").fetchone()[0] > 122_880  # two row groups at least
+    [(terms,)] = con.execute("SELECT count(*) FROM rms_lexical_terms").fetchall()
+    assert terms > 122_880  # two row groups at least
     return con, words
 
 
