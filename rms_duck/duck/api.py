@@ -17,7 +17,7 @@ from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError
 from .arrowin import arrow_table
-from .cursors import cursor
+from .cursors import cursor, macro_cursor
 from .indexcheck import ensure_index, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import ASCII_LOWER, check_query
@@ -217,12 +217,14 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
     streamed, so max_rows stops the query once it is passed; timeout interrupts it.
     """
     # A cursor sees only the macros stored in the file; give it the shipped SQL as TEMP
-    # copies when the query calls one (the stored bodies are not trusted).
-    cur = con if on_connection else cursor(con, macros=bool(_RMS_CALL.search(sql)))
+    # copies when the query calls one (the stored bodies are not trusted). That cursor is
+    # kept for the next query: creating the macros costs more than most rankings.
+    kept = not on_connection and bool(_RMS_CALL.search(sql))
+    cur = con if on_connection else macro_cursor(con) if kept else cursor(con)
     timer = threading.Timer(timeout, cur.interrupt) if timeout is not None else None
     try:
         try:
-            cur.execute("BEGIN TRANSACTION READ ONLY")
+            _begin_read_only(cur, kept)
         except duckdb.TransactionException:
             raise QueryRejectedError(
                 "the ranking query reads this connection's TEMP tables or registered "
@@ -249,8 +251,19 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
                 timer.cancel()
             cur.execute("ROLLBACK")
     finally:
-        if not on_connection:
+        if not on_connection and not kept:
             cur.close()
+
+
+def _begin_read_only(cur: duckdb.DuckDBPyConnection, kept: bool) -> None:
+    try:
+        cur.execute("BEGIN TRANSACTION READ ONLY")
+    except duckdb.TransactionException:
+        if not kept:
+            raise
+        # A kept cursor left inside a transaction (an interrupted call): end it, go on.
+        cur.execute("ROLLBACK")
+        cur.execute("BEGIN TRANSACTION READ ONLY")
 
 
 _RMS_CALL = re.compile(r"\b(rms_\w+|pack_context)\s*\(", re.IGNORECASE)

@@ -1,0 +1,120 @@
+"""The cursor a guarded ranking query runs on is made once per connection and thread, then
+kept (duck/cursors.py, macro_cursor): creating its TEMP macros cost as much as a ranking."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import duckdb
+import pytest
+
+import rms_duck
+from rms_duck.duck import cursors
+from rms_duck.duck.cursors import macro_cursor
+from rms_duck.errors import QueryLimitError
+
+RANK = "SELECT * FROM rms_candidates(?, 'ns', 20)"
+
+
+def _store(con) -> None:
+    con.execute(
+        "INSERT INTO rms_nodes (id, namespace_id, content) SELECT uuid(), 'ns', "
+        "'Maya moved to Lisbon in ' || (2000 + i) || ' and likes tea number ' || i "
+        "FROM range(40) t(i)")
+    rms_duck.refresh_index(con)
+
+
+@pytest.fixture
+def ranked(con):
+    _store(con)
+    return con
+
+
+def test_one_thread_reuses_one_cursor_and_gets_what_a_new_one_gives(ranked, monkeypatch):
+    made = []
+    real = cursors.cursor
+    monkeypatch.setattr(cursors, "cursor", lambda *a, **k: made.append(1) or real(*a, **k))
+    bundles = [rms_duck.pack(ranked, RANK, budget=600, params=["Lisbon tea"], store=False)
+               for _ in range(3)]
+    assert len(made) == 1  # the TEMP macros were created once, not per call
+    assert macro_cursor(ranked) is macro_cursor(ranked)
+    fresh = real(ranked, macros=True)
+    expected = rms_duck.pack(ranked, fresh.sql(RANK, params=["Lisbon tea"]).to_arrow_table(),
+                             budget=600, store=False)
+    assert {b.context for b in bundles} == {expected.context}
+    assert all(b.receipt == expected.receipt for b in bundles)
+
+
+def test_a_kept_cursor_sees_nodes_committed_after_it_was_made(ranked):
+    first = rms_duck.pack(ranked, RANK, budget=2000, params=["saffron"], store=False)
+    assert not first.included
+    ranked.execute("INSERT INTO rms_nodes (id, namespace_id, content) "
+                   "VALUES (uuid(), 'ns', 'Saffron is the spice Maya buys')")
+    rms_duck.refresh_index(ranked)
+    again = rms_duck.pack(ranked, RANK, budget=2000, params=["saffron"], store=False)
+    assert "Saffron is the spice" in again.context
+
+
+def test_threads_get_cursors_of_their_own(ranked):
+    seen: dict[int, duckdb.DuckDBPyConnection] = {}
+    contexts: list[str] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(3):
+                bundle = rms_duck.pack(ranked, RANK, budget=600, params=["Lisbon tea"],
+                                       store=False)
+                contexts.append(bundle.context)
+            seen[threading.get_ident()] = macro_cursor(ranked)
+        except BaseException as exc:  # reported below, with the thread's own error
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(set(map(id, seen.values()))) == len(seen) == 4
+    assert len(set(contexts)) == 1 and len(contexts) == 12
+
+
+def test_limits_and_an_abandoned_transaction_leave_the_kept_cursor_usable(ranked):
+    with pytest.raises(QueryLimitError, match="max_rows=1"):
+        rms_duck.pack(ranked, RANK, budget=600, params=["Lisbon"], max_rows=1, store=False)
+    assert rms_duck.pack(ranked, RANK, budget=600, params=["Lisbon"], store=False).included
+    macro_cursor(ranked).execute("BEGIN TRANSACTION")  # as an interrupted call could leave it
+    assert rms_duck.pack(ranked, RANK, budget=600, params=["Lisbon"], store=False).included
+
+
+def test_a_closed_connection_still_says_so_and_a_new_one_works(tmp_path):
+    path = str(tmp_path / "m.duckdb")
+    con = rms_duck.connect(path)
+    _store(con)
+    rms_duck.pack(con, RANK, budget=600, params=["Lisbon"], store=False)
+    con.close()
+    with pytest.raises(duckdb.ConnectionException):
+        rms_duck.pack(con, RANK, budget=600, params=["Lisbon"], store=False)
+    again = rms_duck.connect(path)
+    assert rms_duck.pack(again, RANK, budget=600, params=["Lisbon"], store=False).included
+    again.close()
+
+
+@pytest.mark.slow
+def test_closing_the_connection_releases_its_file(tmp_path):
+    """Closing a connection closes its cursors, the kept one too, so another process may
+    open the file at once (a cursor left open would hold DuckDB's lock on it)."""
+    path = str(tmp_path / "m.duckdb")
+    con = rms_duck.connect(path)
+    _store(con)
+    rms_duck.pack(con, RANK, budget=600, params=["Lisbon"], store=False)
+    assert con in cursors._KEPT
+    con.close()
+    other = subprocess.run(
+        [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).execute("
+         "'INSERT INTO rms_nodes (id, content) VALUES (uuid(), 1)').fetchall()", path],
+        capture_output=True, text=True, timeout=120)
+    assert other.returncode == 0, other.stderr
