@@ -5,9 +5,9 @@
 -- macro of sql/python_macros.sql), so query words the index never saw are stemmed too.
 -- The lexical paths read the index tables that rms_duck.duck.ranking.refresh_index(con)
 -- keeps current (sql/lexical_refresh.sql); rms_candidates() refuses a stale index.
--- Every CTE is MATERIALIZED: inlining each into its every use made planning most of a
--- ranking query's time; computed once, the same rows come 25-40% sooner (the test
--- test_materialized_ctes_rank_exactly_as_inlined_ones checks the rows are equal).
+-- Every CTE is MATERIALIZED: left to decide per CTE whether to inline it, DuckDB's optimizer
+-- made planning most of a ranking query's time; marked, the same rows come a quarter to two
+-- fifths sooner (test_materialized_ctes_rank_exactly_as_unmarked_ones checks the rows).
 
 -- rms_split_terms: the words of a text as the lexical index sees them (lower case, letters and digits)
 CREATE OR REPLACE MACRO rms_split_terms(text) AS
@@ -614,9 +614,11 @@ CREATE OR REPLACE MACRO rms_candidates(query, namespace := NULL, k := 50,
            n.valid_from, n.valid_to, CAST(n.superseded_by AS VARCHAR) AS superseded_by,
            n.speaker, CAST(n.evidence_ids AS VARCHAR[]) AS evidence_ids,
            CAST(n.structured_value AS VARCHAR) AS structured_value, n.prose,
+           -- Sorted: list() keeps whatever order the scan's threads produced, and the
+           -- stored inputs (so a receipt's inputs_sha256) keep the order they are given.
            coalesce((
-               SELECT list(DISTINCT CAST(CASE WHEN e.source_id = n.id THEN e.target_id
-                                              ELSE e.source_id END AS VARCHAR))
+               SELECT list_sort(list(DISTINCT CAST(CASE WHEN e.source_id = n.id THEN e.target_id
+                                                        ELSE e.source_id END AS VARCHAR)))
                FROM rms_edges AS e
                WHERE e.kind = 'CONTRADICTS' AND (e.source_id = n.id OR e.target_id = n.id)
            ), CAST([] AS VARCHAR[])) AS contradicts,
