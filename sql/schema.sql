@@ -339,6 +339,8 @@ FROM rms_bundles AS b ANTI JOIN rms_receipts AS r ON r.bundle_id = b.bundle_id;
 -- STR = score / tokens of each included record (from the receipts); efficiency and waste
 -- are included and REFERENCE tokens over the tokens available across the session's bundles;
 -- the trends are least-squares slopes of each bundle's str_mean and budget_waste per turn.
+-- Float aggregates add in a fixed order (ORDER BY): a parallel scan of a large store
+-- would otherwise add in thread order and change the last bits from run to run.
 CREATE VIEW IF NOT EXISTS rms_session_metrics AS
 WITH records AS (
     SELECT b.session_id, d.str, d.tokens, d.chosen
@@ -346,7 +348,7 @@ WITH records AS (
     WHERE d.decision = 'included'
 ),
 by_records AS (
-    SELECT session_id, count(*) AS included_records, avg(str) AS session_str_mean,
+    SELECT session_id, count(*) AS included_records, avg(str ORDER BY str) AS session_str_mean,
            quantile_cont(str, 0.1) AS session_str_p10, sum(tokens) AS included_tokens,
            coalesce(sum(tokens) FILTER (WHERE chosen = 'reference'), 0) AS reference_tokens
     FROM records GROUP BY session_id
@@ -360,10 +362,10 @@ by_bundles AS (
     SELECT session_id, count(*) AS bundles, min(created_at) AS first_at,
            max(created_at) AS last_at, sum(greatest(available, 0)) AS available_tokens,
            count(*) FILTER (WHERE len(flags) > 0) AS flagged_bundles,
-           CASE WHEN regr_count(str_mean, turn) > 1 THEN regr_slope(str_mean, turn) END
-               AS str_mean_trend,
-           CASE WHEN regr_count(budget_waste, turn) > 1 THEN regr_slope(budget_waste, turn) END
-               AS budget_waste_trend
+           CASE WHEN regr_count(str_mean, turn) > 1
+                THEN regr_slope(str_mean, turn ORDER BY turn) END AS str_mean_trend,
+           CASE WHEN regr_count(budget_waste, turn) > 1
+                THEN regr_slope(budget_waste, turn ORDER BY turn) END AS budget_waste_trend
     FROM turns GROUP BY session_id
 )
 SELECT s.session_id, s.bundles, s.first_at, s.last_at,
@@ -389,8 +391,9 @@ WITH q AS (
 SELECT q.fingerprint, arg_min(q.canonical_sql, q.created_at) AS first_sql,
        count(*) AS bundles, count(DISTINCT q.canonical_sql) AS distinct_sql,
        min(q.created_at) AS first_at, max(q.created_at) AS last_at,
-       avg(b.str_mean) AS str_mean, avg(b.budget_efficiency) AS budget_efficiency,
-       avg(b.budget_waste) AS budget_waste
+       avg(b.str_mean ORDER BY b.str_mean) AS str_mean,
+       avg(b.budget_efficiency ORDER BY b.budget_efficiency) AS budget_efficiency,
+       avg(b.budget_waste ORDER BY b.budget_waste) AS budget_waste
 FROM q LEFT JOIN rms_bundles AS b ON b.bundle_id = q.bundle_id
 GROUP BY q.fingerprint;
 

@@ -169,7 +169,61 @@ def _earlier_shipped() -> dict[str, tuple[str, str]]:
     for field in _WIDENED_FIELDS:
         type_text = type_text.replace(f"{field} BIGINT", f"{field} INTEGER")
     return {"rms_nodes": (kind, definition.replace(new, old)),
-            "rms_candidate": (type_kind, type_text)}
+            "rms_candidate": (type_kind, type_text), **earlier_views()}
+
+
+# Until 2026-12-02 these views' float aggregates had no ORDER BY, so on a large store they
+# added in thread order and their last bits changed from run to run. (new text, old text).
+_VIEW_EDITS = {
+    "rms_session_metrics": (
+        ("avg(str ORDER BY str)", "avg(str)"),
+        ("\n                THEN regr_slope(str_mean, turn ORDER BY turn) END AS str_mean_trend,",
+         " THEN regr_slope(str_mean, turn) END\n               AS str_mean_trend,"),
+        ("\n                THEN regr_slope(budget_waste, turn ORDER BY turn) END "
+         "AS budget_waste_trend",
+         " THEN regr_slope(budget_waste, turn) END\n               AS budget_waste_trend"),
+    ),
+    "rms_query_shapes": (
+        ("avg(b.str_mean ORDER BY b.str_mean) AS str_mean,\n       avg(b.budget_efficiency "
+         "ORDER BY b.budget_efficiency) AS budget_efficiency,\n       avg(b.budget_waste "
+         "ORDER BY b.budget_waste) AS budget_waste",
+         "avg(b.str_mean) AS str_mean, avg(b.budget_efficiency) AS budget_efficiency,\n"
+         "       avg(b.budget_waste) AS budget_waste"),
+    ),
+}
+
+
+@cache
+def earlier_views() -> dict[str, tuple[str, str]]:
+    """The views an earlier rms_duck stored, as DuckDB renders them: verification accepts
+    them, and a writable connect() replaces them silently (upgrade_views)."""
+    from .connection import create_stored_objects  # connection imports this module
+
+    con = duckdb.connect()
+    try:
+        create_stored_objects(con)
+        for name, edits in _VIEW_EDITS.items():
+            text = restore_statement(name)
+            for new, old in edits:
+                if new not in text:
+                    raise RuntimeError(f"schema.sql changed {name}: update _VIEW_EDITS")
+                text = text.replace(new, old)
+            con.execute(text)
+        stored = _fingerprints(con)
+        return {name: stored[name] for name in _VIEW_EDITS}
+    finally:
+        con.close()
+
+
+def upgrade_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Replace, without a warning, each view still stored as an earlier rms_duck made it."""
+    stored = _fingerprints(con)
+    if all(stored.get(name) == _reference()[name] for name in _VIEW_EDITS):
+        return []  # the usual case: earlier_views() builds a database of its own
+    upgraded = [name for name, old in earlier_views().items() if stored.get(name) == old]
+    for name in upgraded:
+        con.execute(restore_statement(name))
+    return upgraded
 
 
 def object_problems(con: duckdb.DuckDBPyConnection) -> list[ObjectProblem]:
