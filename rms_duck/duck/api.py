@@ -21,7 +21,6 @@ from .cursors import cursor, macro_cursor
 from .indexcheck import ensure_index, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import ASCII_LOWER, check_query
-from .queryrows import query_batches
 from .storage import store_bundle
 
 
@@ -194,6 +193,8 @@ def connection_local_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[str], s
     return names, rows[-1][2]
 
 
+_BATCH_ROWS = 10_000
+
 
 def _check_limits(timeout: object, max_rows: object) -> None:
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
@@ -234,8 +235,8 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
             if timer is not None:
                 timer.start()
             rows: list[Row] = []
-            for batch in query_batches(cur, sql, params):  # streamed, so max_rows can stop it
-                rows.extend(batch)
+            for batch in cur.sql(sql, params=list(params or [])).to_arrow_reader(_BATCH_ROWS):
+                rows.extend(intake(batch))  # checked a column at a time, as for tables
                 if max_rows is not None and len(rows) > max_rows:
                     raise QueryLimitError(
                         f"ranking query returned more than max_rows={max_rows:,} rows; rank "
