@@ -69,10 +69,13 @@ def test_threads_get_cursors_of_their_own(ranked):
                                        store=False)
                 contexts.append(bundle.context)
             seen[threading.get_ident()] = macro_cursor(ranked)
+            barrier.wait()  # no thread ends before every one has recorded its cursor
         except BaseException as exc:  # reported below, with the thread's own error
             errors.append(exc)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
+    # All four must be alive at once: a finished thread's id may be given to the next.
+    barrier = threading.Barrier(4, timeout=60)
+    threads = [threading.Thread(target=lambda: (barrier.wait(), work())) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -118,3 +121,35 @@ def test_closing_the_connection_releases_its_file(tmp_path):
          "'INSERT INTO rms_nodes (id, content) VALUES (uuid(), 1)').fetchall()", path],
         capture_output=True, text=True, timeout=120)
     assert other.returncode == 0, other.stderr
+
+
+@pytest.mark.slow
+def test_a_timer_that_fires_late_cannot_stop_the_next_query(ranked, monkeypatch):
+    """A timeout's timer thread that passed its check just as the query finished still
+    calls interrupt(); the call waits for it, so it lands on an idle kept cursor (harmless)
+    and not on the next query run there."""
+    import time
+
+    from rms_duck.duck import api
+
+    next_query = threading.Event()
+
+    class LateTimer(threading.Timer):
+        def run(self) -> None:
+            # Past its check, then off the CPU until the next query has begun (or a
+            # second has passed): cancel() cannot stop it any more.
+            next_query.wait(timeout=1.0)
+            time.sleep(0.2)
+            self.function(*self.args, **self.kwargs)
+
+    monkeypatch.setattr(api.threading, "Timer", LateTimer)
+    quick = "SELECT * FROM rms_candidates(?, 'ns', 20)"
+    assert rms_duck.pack(ranked, quick, budget=600, params=["Lisbon"], timeout=30,
+                         store=False).included
+    monkeypatch.undo()
+    # About a second of scanning on the same kept cursor (it calls an rms_ macro).
+    slow = ("SELECT 'n' || i AS id, 0.5::DOUBLE AS score, 'x' AS content FROM "
+            "range(600000000) t(i) WHERE hash(i) = 0 AND rms_retrievable('stable') "
+            "UNION ALL SELECT 'a', 0.5::DOUBLE, 'x'")
+    next_query.set()
+    assert rms_duck.pack(ranked, slow, budget=600, store=False).included

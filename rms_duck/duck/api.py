@@ -249,6 +249,10 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
         finally:
             if timer is not None:
                 timer.cancel()
+                # A timer already past its check may still interrupt: wait for it here,
+                # or it could stop the next query on a kept cursor.
+                if timer.is_alive():
+                    timer.join()
             cur.execute("ROLLBACK")
     finally:
         if not on_connection and not kept:

@@ -46,9 +46,9 @@ def macro_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     afresh for each guarded query, they were a third of an agent's rms_duck.pack call. The
     macros are the shipped SQL, the same for the life of the process, and each use runs in
     a transaction of its own, so a kept cursor answers as a new one would. It is kept per
-    thread (a cursor serves one thread at a time) and holds `con` weakly: a connection
-    that is dropped still closes, and releases its file; closing it closes its cursors,
-    and a closed one is made again."""
+    thread (a cursor serves one thread at a time) and holds `con` weakly, so it never
+    keeps a connection alive; `con.close()` closes it too (releasing the file), and a
+    closed one is made again."""
     ident = threading.get_ident()
     with _KEPT_GUARD:
         kept = _KEPT.get(con)
