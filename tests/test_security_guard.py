@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+import duckdb
 import pytest
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -90,6 +91,23 @@ def test_timeout_interrupts_a_slow_ranking_query(con):
     with pytest.raises(QueryLimitError, match="timeout=0.2 s"):
         rms_duck.pack(con, "SELECT 'a' AS id, 0.5 AS score, CAST(sum(i) AS VARCHAR) AS content "
                            "FROM range(100000000000) t(i)", budget=300, store=False, timeout=0.2)
+
+
+def test_a_timeout_while_rows_stream_is_a_query_limit_error(con):
+    """Past its first batch, DuckDB's interrupt reaches Python through the Arrow reader as
+    an OSError; it is still the timeout's QueryLimitError (the MCP server reports those)."""
+    with pytest.raises(QueryLimitError, match="timeout=0.3 s"):
+        rms_duck.pack(con, "SELECT 'n' || i AS id, 0.5::DOUBLE AS score, 'x' AS content "
+                           "FROM range(1000000000) t(i)", budget=300, store=False, timeout=0.3)
+    assert rms_duck.pack(con, "SELECT 'a' AS id, 0.5 AS score, 'c' AS content", budget=300,
+                         store=False).included
+
+
+def test_a_query_error_while_rows_stream_is_a_duckdb_error(con):
+    sql = ("SELECT 'n' || i AS id, 0.5::DOUBLE AS score, CASE WHEN i = 60000 THEN "
+           "error('boom at 60000') ELSE 'x' END AS content FROM range(100000) t(i)")
+    with pytest.raises(duckdb.Error, match="failed while its rows were read: .*boom at 60000"):
+        rms_duck.pack(con, sql, budget=300, store=False)
 
 
 @pytest.mark.parametrize("kwargs, message", [

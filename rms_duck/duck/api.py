@@ -52,6 +52,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
         QueryRejectedError, CandidateError, ConfigError: nothing is stored.
         ReceiptError: store=True on a read-only database (pass store=False).
         QueryLimitError (a QueryRejectedError): the query ran past timeout or max_rows.
+        duckdb.Error: DuckDB could not bind or run the query (its own message says why).
     """
     config = parse_config(config)
     _check_limits(timeout, max_rows)
@@ -221,7 +222,13 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
     # kept for the next query: creating the macros costs more than most rankings.
     kept = not on_connection and bool(_RMS_CALL.search(sql))
     cur = con if on_connection else macro_cursor(con) if kept else cursor(con)
-    timer = threading.Timer(timeout, cur.interrupt) if timeout is not None else None
+    fired: list[bool] = []
+
+    def interrupt() -> None:
+        fired.append(True)
+        cur.interrupt()
+
+    timer = threading.Timer(timeout, interrupt) if timeout is not None else None
     try:
         try:
             _begin_read_only(cur, kept)
@@ -242,7 +249,12 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
                         f"ranking query returned more than max_rows={max_rows:,} rows; rank "
                         "fewer candidates (add a LIMIT or a tighter WHERE) or raise max_rows")
             return rows
-        except duckdb.InterruptException:
+        except (duckdb.InterruptException, OSError) as exc:
+            # An error DuckDB meets while Arrow streams the rows reaches Python as Arrow's
+            # OSError: a timeout's interrupt, or the query's own runtime error.
+            if isinstance(exc, OSError) and not fired:
+                raise duckdb.Error(f"the ranking query failed while its rows were read: "
+                                   f"{exc}") from None
             raise QueryLimitError(
                 f"ranking query ran longer than timeout={timeout} s and was interrupted; make "
                 "it cheaper (an index, a LIMIT, fewer joins) or raise timeout") from None
