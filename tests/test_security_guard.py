@@ -103,11 +103,20 @@ def test_a_timeout_while_rows_stream_is_a_query_limit_error(con):
                          store=False).included
 
 
-def test_a_query_error_while_rows_stream_is_a_duckdb_error(con):
-    sql = ("SELECT 'n' || i AS id, 0.5::DOUBLE AS score, CASE WHEN i = 60000 THEN "
-           "error('boom at 60000') ELSE 'x' END AS content FROM range(100000) t(i)")
-    with pytest.raises(duckdb.Error, match="failed while its rows were read: .*boom at 60000"):
+@pytest.mark.parametrize(("failing", "kind"), [
+    ("error('boom at 60000')", duckdb.InvalidInputException),
+    ("CAST('a' || i AS INTEGER)::VARCHAR", duckdb.ConversionException),
+])
+def test_a_query_error_while_rows_stream_is_the_duckdb_error_it_would_be_at_once(
+        con, failing, kind):
+    """Past the first batch a query's own error reaches Python as Arrow's OSError; it is
+    raised as the DuckDB exception the same error in the first batch is."""
+    sql = (f"SELECT 'n' || i AS id, 0.5::DOUBLE AS score, CASE WHEN i = 60000 THEN "
+           f"{failing} ELSE 'x' END AS content FROM range(100000) t(i)")
+    with pytest.raises(kind, match="failed while its rows were read: "):
         rms_duck.pack(con, sql, budget=300, store=False)
+    with pytest.raises(kind):
+        rms_duck.pack(con, sql.replace("i = 60000", "i = 0"), budget=300, store=False)
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -253,8 +253,8 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
             # An error DuckDB meets while Arrow streams the rows reaches Python as Arrow's
             # OSError: a timeout's interrupt, or the query's own runtime error.
             if isinstance(exc, OSError) and not fired:
-                raise duckdb.Error(f"the ranking query failed while its rows were read: "
-                                   f"{exc}") from None
+                raise _duckdb_error(exc)(f"the ranking query failed while its rows were "
+                                         f"read: {exc}") from exc
             raise QueryLimitError(
                 f"ranking query ran longer than timeout={timeout} s and was interrupted; make "
                 "it cheaper (an index, a LIMIT, fewer joins) or raise timeout") from None
@@ -269,6 +269,15 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
     finally:
         if not on_connection and not kept:
             cur.close()
+
+
+def _duckdb_error(exc: OSError) -> type[duckdb.Error]:
+    """The DuckDB exception class an error raised in the first batch would have had: its
+    message names it ("Conversion Error: ..." is a ConversionException)."""
+    kind = str(exc).partition(" Error:")[0]
+    name = "".join(word[:1].upper() + word[1:] for word in kind.split()) + "Exception"
+    found = getattr(duckdb, name, None)
+    return found if isinstance(found, type) and issubclass(found, duckdb.Error) else duckdb.Error
 
 
 def _begin_read_only(cur: duckdb.DuckDBPyConnection, kept: bool) -> None:
