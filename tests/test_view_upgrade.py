@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import rms_duck
-from rms_duck.duck.shipped import _VIEW_EDITS, _fingerprints, _reference, restore_statement
+from rms_duck.duck.shipped import _VIEW_EDITS, _reference, fingerprints, restore_statement
 from rms_duck.errors import RmsWarning
 
 VIEWS = sorted(_VIEW_EDITS)
@@ -28,7 +28,7 @@ def _earlier_file(path: str) -> None:
 
 
 def _views(con) -> dict[str, tuple[str, str]]:
-    stored = _fingerprints(con)
+    stored = fingerprints(con)
     return {name: stored[name] for name in VIEWS}
 
 

@@ -11,7 +11,7 @@ from ..errors import DatabaseInUseError, DatabaseOpenError, RmsWarning, StoredOb
 from ..escape import sql_identifier
 from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
-from .shipped import object_problems, restore_objects, upgrade_views
+from .shipped import fingerprints, object_problems, restore_objects, upgrade_views
 from .sqlfiles import read_sql
 from .sqlstore import STORE_PARAMETERS, store_udf
 from .udfs import UDFS
@@ -125,11 +125,13 @@ def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Create the stored schema and restore changed shipped views and macros (their names)."""
     fresh = not _holds_rms_objects(con)
     create_stored_objects(con)
-    if not fresh:
-        upgrade_views(con)  # an earlier release's views: replaced, and nothing to warn of
     # A database that held no rms_* object before holds exactly what was just created, so
     # comparing it with the shipped objects (a fifth of connect()) could only agree.
-    restored = [] if fresh else restore_objects(con)
+    restored = []
+    if not fresh:
+        stored = fingerprints(con)  # listed once for both steps
+        upgrade_views(con, stored)  # an earlier release's views: replaced, nothing to warn of
+        restored = restore_objects(con, stored)
     if restored:
         warnings.warn(RmsWarning(
             f"restored the shipped definitions of {', '.join(restored)}: the stored ones "
