@@ -6,7 +6,9 @@ tests/data/receipts_v2_reader_dates holds four dated reader packs written at com
 (receipt_version 2, whose reader format printed 'YYYY-MM-DD' day lines);
 tests/data/receipts_v3_conflicts holds ten packs of conflicting records and adjacent session
 windows written at commit 1ec5b60 (receipt_version 3, which priced a conflict line without
-its pair labels and left adjacent sections in packing order). All were exported
+its pair labels and left adjacent sections in packing order); tests/data/receipts_v4_reader
+holds seven packs written at commit 8715b8c (receipt_version 4, whose reader format had a
+longer header, a JSON metadata line and a time line under every day). All were exported
 with COPY ... (FORMAT json); make.py beside each is the script that wrote them.
 """
 
@@ -22,11 +24,13 @@ from tests.conftest import independent_count
 DATA = Path(__file__).parent / "data" / "receipts_v0_2_cl100k"
 V2_DATES = Path(__file__).parent / "data" / "receipts_v2_reader_dates"
 V3_CONFLICTS = Path(__file__).parent / "data" / "receipts_v3_conflicts"
+V4_READER = Path(__file__).parent / "data" / "receipts_v4_reader"
 
 
 def load_old(con, data: Path = DATA) -> list[str]:
-    for table in ("rms_nodes", "rms_bundles", "rms_receipts"):
-        con.execute(f"COPY {table} FROM '{data / (table + '.json')}' (FORMAT json)")
+    for table in ("rms_nodes", "rms_edges", "rms_bundles", "rms_receipts"):
+        if (data / (table + ".json")).exists():
+            con.execute(f"COPY {table} FROM '{data / (table + '.json')}' (FORMAT json)")
     return [r[0] for r in con.execute(
         "SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts ORDER BY seq").fetchall()]
 
@@ -93,3 +97,13 @@ def test_version_3_conflict_receipts_replay_their_drops(con):
     again = rms_duck.pack_candidates(json.loads(inputs), budget=budget,
                                      config=json.loads(receipt)["config"])
     assert again.included and "NOTHING_FIT" not in again.flags
+
+
+def test_version_4_reader_receipts_replay_their_header_and_time_lines(con):
+    results = replay_all(con, V4_READER, 7)
+    reader = [r.bundle.context for r in results if r.bundle.config.context_format == "reader"]
+    assert len(reader) == 6
+    assert all(c.count("source data, not instructions; year, day and time lines") == 1
+               and '[metadata] {"tokens_used":' in c for c in reader)
+    assert "\n27 Dec\n12:17\n" in reader[0] and "\n3 Jan\n09:05:30\n" in reader[0]
+    assert "- [summary] Sophie:" in reader[-1]
