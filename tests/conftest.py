@@ -107,3 +107,23 @@ def _hf_tokenizer(path: str):
     if path not in _TOKENIZERS:
         _TOKENIZERS[path] = Tokenizer.from_file(path)
     return _TOKENIZERS[path]
+
+
+def metadata_of(context: str) -> dict:
+    """The RFC section 6 fields of a context's last line, in the JSON form (auditable,
+    compact, older readers) or the reader's words: '[metadata] 61/4096 tokens used,
+    0 excluded, conflicts c1 c2'."""
+    import json
+    import re
+
+    line = context.splitlines()[-1]
+    assert line.startswith("[metadata] "), line
+    rest = line[len("[metadata] "):]
+    if rest.startswith("{"):
+        return json.loads(rest)
+    words = re.fullmatch(r"(\d+)/(\d+) tokens used, (\d+) excluded(?:, conflicts ((?:c\d+ ?)+))?",
+                         rest)
+    assert words, line
+    used, budget, excluded, conflicts = words.groups()
+    return {"tokens_used": int(used), "context_budget": int(budget),
+            "excluded_count": int(excluded), "conflicts": (conflicts or "").split()}

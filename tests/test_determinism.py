@@ -166,15 +166,16 @@ def test_session_time_zone_does_not_change_bytes(utc_con, tokyo_con, fmt):
 
 def test_sql_times_render_in_utc(utc_con):
     context = sql_pack(utc_con, "reader")["context"]
-    # Reader records sit in date order under a year, a day and a time line, in UTC; the
-    # year is stated once for all three.
+    # Reader records sit in date order under a year and a day line, in UTC (each day has
+    # one time, so no time line); the year is stated once for all three.
     assert context.count("\n2026\n") == 1
-    assert '\n2026\n11 Feb\n04:30\n- "Maya booked the flight"\n' in context
-    assert '\n19 Feb\n15:00\n- "Maya signed the lease"\n' in context
-    assert '\n1 Mar\n09:15\n- "Maya landed in Lisbon"\n' in context
+    assert '\n2026\n11 Feb\n- "Maya booked the flight"\n' in context
+    assert '\n19 Feb\n- "Maya signed the lease"\n' in context
+    assert '\n1 Mar\n- "Maya landed in Lisbon"\n' in context
     assert '- "An undated note"' in context
     audit = sql_pack(utc_con, "auditable")["context"]
     assert '"event_time":"2026-02-11T04:30:00+00:00"' in audit
+    assert '"event_time":"2026-03-01T09:15:00+00:00"' in audit
 
 
 @pytest.mark.parametrize("order", [
@@ -208,7 +209,9 @@ def test_equal_instants_with_different_offsets_render_identically_in_sql(utc_con
     assert all(b["context"] == bundles[0]["context"] for b in bundles)
     assert all(b["tokens_used"] == bundles[0]["tokens_used"] for b in bundles)
     assert bundles[0]["tokens_used"] == len(enc.encode_ordinary(bundles[0]["context"]))
-    assert ("2026-05-28" if fmt != "reader" else "\n2026\n28 May\n18:12\n") in bundles[0]["context"]
+    # The reader prints the day alone: the day's one record has one time.
+    assert ("2026-05-28" if fmt != "reader" else '\n2026\n28 May\n- "Maya arrived"\n') in \
+        bundles[0]["context"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -229,11 +232,12 @@ def test_equal_instants_with_different_offsets_render_identically_in_python(fmt)
 
 
 def test_naive_python_times_stay_nominal():
-    rows = [{"id": "a", "score": 0.5, "content": "x", "event_time": datetime(2026, 5, 28, 18, 12)}]
+    rows = [{"id": "a", "score": 0.5, "content": "x", "event_time": datetime(2026, 5, 28, 18, 12)},
+            {"id": "b", "score": 0.4, "content": "y", "event_time": datetime(2026, 5, 28, 9, 0)}]
     audit = rms_duck.pack_candidates(rows, budget=500, config={"context_format": "auditable"})
     assert '"event_time":"2026-05-28T18:12:00"' in audit.render()
-    reader = rms_duck.pack_candidates(rows, budget=500)
-    assert '\n2026\n28 May\n18:12\n- "x"\n' in reader.render()
+    reader = rms_duck.pack_candidates(rows, budget=500)  # two times: both time lines print
+    assert '\n2026\n28 May\n09:00\n- "y"\n18:12\n- "x"\n' in reader.render()
 
 
 def test_sql_and_python_give_the_same_bytes(utc_con):

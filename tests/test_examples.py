@@ -28,12 +28,19 @@ def test_naive_timestamps_stay_nominal_and_aware_ones_render_in_utc():
     import rms_duck
 
     tokyo = timezone(timedelta(hours=9))
+    # Two times on one day, so the reader prints its time lines.
     aware = [{"id": "a", "score": 0.5, "content": "landed",
-              "event_time": datetime(2023, 6, 10, 8, 0, tzinfo=tokyo)}]
+              "event_time": datetime(2023, 6, 10, 8, 0, tzinfo=tokyo)},
+             {"id": "b", "score": 0.4, "content": "boarded",
+              "event_time": datetime(2023, 6, 10, 7, 0, tzinfo=tokyo)}]
     utc = [{"id": "a", "score": 0.5, "content": "landed",
-            "event_time": datetime(2023, 6, 9, 23, 0, tzinfo=UTC)}]
+            "event_time": datetime(2023, 6, 9, 23, 0, tzinfo=UTC)},
+           {"id": "b", "score": 0.4, "content": "boarded",
+            "event_time": datetime(2023, 6, 9, 22, 0, tzinfo=UTC)}]
     naive = [{"id": "a", "score": 0.5, "content": "landed",
-              "event_time": datetime(2023, 6, 10, 8, 0)}]
+              "event_time": datetime(2023, 6, 10, 8, 0)},
+             {"id": "b", "score": 0.4, "content": "boarded",
+              "event_time": datetime(2023, 6, 10, 7, 0)}]
     for fmt in ("reader", "auditable"):
         config = {"context_format": fmt}
         a = rms_duck.pack_candidates(aware, budget=500, config=config)
@@ -41,8 +48,9 @@ def test_naive_timestamps_stay_nominal_and_aware_ones_render_in_utc():
         n = rms_duck.pack_candidates(naive, budget=500, config=config)
         assert a.render() == b.render() and a.tokens_used == b.tokens_used
         if fmt == "reader":
-            assert "\n2023\n9 Jun\n23:00\n" in a.render() and "10 Jun" not in a.render()
-            assert "\n2023\n10 Jun\n08:00\n" in n.render()
+            assert '\n2023\n9 Jun\n22:00\n- "boarded"\n23:00\n- "landed"\n' in a.render()
+            assert "10 Jun" not in a.render()
+            assert '\n2023\n10 Jun\n07:00\n- "boarded"\n08:00\n' in n.render()
         else:
             assert "2023-06-09" in a.render() and "2023-06-10 08:00" not in a.render()
             assert "2023-06-10" in n.render() and "+00:00" not in n.render().split("\n")[2]

@@ -11,6 +11,7 @@ import pytest
 
 import rms_duck
 from rms_duck.tokens.estimate import stored_estimate, stored_estimate_sql
+from tests.conftest import metadata_of
 
 LONG_PIN = ("The quarterly infrastructure review covered storage costs, replication lag, backup "
             "retention windows and the on-call rotation for the data platform team. ")
@@ -66,7 +67,7 @@ def test_conflict_pairs_are_named_by_labels_the_records_carry(config):
     toronto, lisbon = labels("Maya lives in Toronto"), labels("Maya lives in Lisbon")
     low, high = labels("The budget is 2,300 EUR"), labels("The budget is 3,100 EUR")
     assert toronto == lisbon and low == high and len(toronto) == 1 and toronto != low
-    metadata = json.loads(context.splitlines()[-1][len("[metadata] "):])
+    metadata = metadata_of(context)
     assert sorted(metadata["conflicts"]) == sorted(toronto | low)
     assert bundle.conflicts == ((U(1), U(2)), (U(3), U(4)))  # ids stay in the bundle
     assert json.loads(bundle.receipt)["conflicts"] == [[U(1), U(2)], [U(3), U(4)]]

@@ -6,7 +6,7 @@ from ..errors import ConfigError, did_you_mean
 from .auditable import AuditableFormat
 from .base import BaseFormat, Format, RecordView
 from .compact import CompactFormat
-from .legacy import CompactV1Format, ReaderV1Format, ReaderV2Format
+from .legacy import CompactV1Format, ReaderV1Format, ReaderV2Format, ReaderV3Format
 from .reader import ReaderFormat
 
 FORMATS: dict[str, Format] = {}
@@ -22,7 +22,8 @@ def register_format(fmt: Format) -> None:
 # Frozen formats that only replays of older receipts use (formats/legacy.py); they are not
 # offered for new packs, so they stay out of FORMATS and its listings.
 LEGACY_FORMATS: dict[str, Format] = {
-    f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format())}
+    f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format(),
+                        ReaderV3Format())}
 
 
 def get_format(name: str) -> Format:

@@ -39,6 +39,7 @@ class Format(Protocol):
     folds_repeated_text: bool  # config fold_repeated_text applies (RFC section 5)
     date_word: str  # how guidance names a record's date in this format
     labels_conflicts: bool  # records and metadata name conflict pairs c1, c2, ... not node ids
+    elides_lone_times: bool  # a day's time line is printed only when its records differ in time
 
     def header(self, *, speakers: bool, citations: bool) -> str: ...
 
@@ -64,6 +65,7 @@ class BaseFormat:
     folds_repeated_text = False
     date_word = "event_time"
     labels_conflicts = False
+    elides_lone_times = False
 
     def section_label(self, section: Section, namespace: str | None) -> str:
         return section_label(section, namespace)

@@ -51,6 +51,18 @@ def short_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[ob
     return "[metadata] " + json_compact(body)
 
 
+def reader_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
+                         excluded_count: int) -> str:
+    """The reader's line, in words a model reads at a glance (about 15 tokens where the JSON
+    line took 20): '[metadata] 923/1024 tokens used, 416 excluded, conflicts c1 c2'. The
+    counts are RFC section 6's tokens_used, context_budget and excluded_count; the conflict
+    pair labels appear only when there are any."""
+    line = f"[metadata] {tokens_used}/{budget} tokens used, {excluded_count} excluded"
+    if conflicts:
+        line += ", conflicts " + " ".join(str(label) for label in conflicts)
+    return line
+
+
 def solve_tokens_used(rest: int, meta_cost: Callable[[int], int]) -> int | None:
     """Smallest fixed point N = rest + meta_cost(N), searched near the first guess; None
     when there is none nearby (possible with a small vocabulary that splits numbers

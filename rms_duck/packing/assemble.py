@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from ..formats.metadata import solve_tokens_used
 from ..formats.reader import UNDATED_LINE
 from .compat import version3
-from .layout import Entry, Layout
+from .layout import Entry, Layout, shown_dates
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         first = group[0]
         body.append(fmt.section_label(first.section, first.candidate.namespace_id))
         shown: tuple[str, ...] = ()
-        for entry in group:
+        for entry, dates in zip(group, shown_dates(fmt, group), strict=True):
             ref = f"m{len(entries) + 1}" if numbered else entry.view.ref
             labels = tuple(pair_labels[_pair(entry.candidate.id, other)]
                            for other in entry.view.contradicts) if labelled else ()
@@ -64,9 +64,9 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
             if numbered and ref is not None:
                 references[ref] = entry.candidate.id
             entries.append(entry)
-            body.extend(date_run(shown, entry.dates))
-            if entry.dates or shown:
-                shown = entry.dates
+            body.extend(date_run(shown, dates))
+            if dates or shown:
+                shown = dates
             body.append(entry.line)
     header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)
     rest = counter.line_cost(header) + sum(counter.line_cost(line) for line in body)

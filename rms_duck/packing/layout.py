@@ -16,6 +16,8 @@ from ..records import SECTION_ORDER, Candidate, Level, Section
 from ..tokens.counter import LineCounter
 
 _SECTION_RANK = {section: i for i, section in enumerate(SECTION_ORDER)}
+# The time line's place in a record's date lines: (year, day, time).
+_TIME = 2
 
 GroupKey = tuple[tuple[int, str], int]
 
@@ -60,6 +62,9 @@ class Layout:
     # Per section: how many packed records each date-line prefix dates. With records in date
     # order, each distinct prefix is rendered once (see assemble.date_runs).
     dated: dict[GroupKey, dict[tuple[str, ...], int]] = field(default_factory=dict)
+    # Per section and day, its distinct time lines (formats that elide a lone time line:
+    # a day prints its times only when it has two or more).
+    times: dict[GroupKey, dict[tuple[str, ...], list[str]]] = field(default_factory=dict)
     speakers: int = 0
     records: int = 0
     used: int = 0
@@ -84,13 +89,25 @@ class Layout:
         if key not in self.groups:
             extra += self.label_cost(key, entry.section, entry.candidate.namespace_id)
         if entry.dates:
-            extra += self._dates_delta(self.dated.get(key, {}), entry.dates)
+            extra += self._dates_delta(key, entry.dates)
         return extra
 
-    def _dates_delta(self, shown: dict[tuple[str, ...], int], dates: tuple[str, ...]) -> int:
+    def _dates_delta(self, key: GroupKey, dates: tuple[str, ...]) -> int:
         """Tokens of the date lines `dates` needs that no packed record has brought yet."""
-        return sum(self.counter.line_cost(dates[i]) for i in range(len(dates))
-                   if dates[: i + 1] not in shown)
+        shown = self.dated.get(key, {})
+        cost = self.counter.line_cost
+        extra = 0
+        for i in range(len(dates)):
+            if dates[: i + 1] in shown:
+                continue
+            if i == _TIME and getattr(self.fmt, "elides_lone_times", False):
+                others = self.times.get(key, {}).get(dates[:_TIME], ())
+                if not others:
+                    continue  # the day's only time: not printed
+                if len(others) == 1:
+                    extra += cost(others[0])  # the day's first time is printed from now on
+            extra += cost(dates[i])
+        return extra
 
     def add(self, entry: Entry, delta: int) -> None:
         key = group_key(entry.candidate.namespace_id, entry.section)
@@ -102,6 +119,8 @@ class Layout:
         for i in range(len(entry.dates)):
             prefix = entry.dates[: i + 1]
             counts[prefix] = counts.get(prefix, 0) + 1
+            if i == _TIME and counts[prefix] == 1:
+                self.times.setdefault(key, {}).setdefault(prefix[:_TIME], []).append(prefix[i])
         self.records += 1
         self.speakers += entry.speaker
         pairs = _pairs_of(entry)
@@ -119,10 +138,16 @@ class Layout:
             counts[prefix] -= 1
             if not counts[prefix]:
                 del counts[prefix]
+                if i == _TIME:
+                    day = self.times[key][prefix[:_TIME]]
+                    day.remove(prefix[i])
+                    if not day:
+                        del self.times[key][prefix[:_TIME]]
         if not self.groups[key]:
             del self.groups[key]
             del self.labels[key]
             self.dated.pop(key, None)
+            self.times.pop(key, None)
         self.records -= 1
         self.speakers -= entry.speaker
         self.pairs = frozenset(p for es in self.groups.values() for e in es for p in _pairs_of(e))
@@ -132,8 +157,11 @@ class Layout:
         if self.records == 0:
             return 0
         lines = sum(e.cost for entries in self.groups.values() for e in entries)
+        elide = getattr(self.fmt, "elides_lone_times", False)
         dates = sum(self.counter.line_cost(prefix[-1])
-                    for counts in self.dated.values() for prefix in counts)
+                    for key, counts in self.dated.items() for prefix in counts
+                    if not (elide and len(prefix) == _TIME + 1
+                            and len(self.times[key][prefix[:_TIME]]) < 2))
         return (self.header_cost(self.speakers > 0) + self.metadata_cost(self.pairs)
                 + sum(self.labels.values()) + lines + dates)
 
@@ -148,6 +176,7 @@ class Layout:
         self.groups.clear()
         self.labels.clear()
         self.dated.clear()
+        self.times.clear()
         self.records = self.speakers = self.used = 0
         self.pairs = frozenset()
 
@@ -163,6 +192,19 @@ def _pairs_of(entry: Entry) -> frozenset[tuple[str, str]]:
 
 
 _NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
+
+
+def shown_dates(fmt: Format, group: list[Entry]) -> list[tuple[str, ...]]:
+    """Each entry's date lines as printed: without its time line when the format elides a
+    lone time and no other record of that day in `group` has a different time."""
+    if not getattr(fmt, "elides_lone_times", False):
+        return [entry.dates for entry in group]
+    times: dict[tuple[str, ...], set[str]] = {}
+    for entry in group:
+        if len(entry.dates) > _TIME:
+            times.setdefault(entry.dates[:_TIME], set()).add(entry.dates[_TIME])
+    return [entry.dates[:_TIME] if len(entry.dates) > _TIME
+            and len(times[entry.dates[:_TIME]]) < 2 else entry.dates for entry in group]
 
 
 def dated(fmt: Format, view: RecordView) -> tuple[str, ...]:

@@ -27,13 +27,15 @@ for i, (when, speaker, text, prose) in enumerate(turns):
                 [f"00000000-0000-4000-8000-0000000000{i:02d}", text, speaker, when, 1 - i / 20,
                  prose])
 con.execute("INSERT INTO rms_nodes (id, namespace_id, content, salience) VALUES"
-            " ('00000000-0000-4000-8000-000000000090', 'dated', 'The race raised 800 pounds.', 0.5),"
-            " ('00000000-0000-4000-8000-000000000091', 'dated', 'The race raised 600 pounds.', 0.4)")
+            " ('00000000-0000-4000-8000-000000000090', 'dated', 'The race raised 800 pounds.',"
+            " 0.5), ('00000000-0000-4000-8000-000000000091', 'dated',"
+            " 'The race raised 600 pounds.', 0.4)")
 con.execute("INSERT INTO rms_edges (source_id, target_id, kind) VALUES"
             " ('00000000-0000-4000-8000-000000000090', '00000000-0000-4000-8000-000000000091',"
             " 'CONTRADICTS')")
 rms_duck.refresh_index(con)
-ranking = "SELECT * FROM rms_candidates('race dachshund chess work name Janne peanuts luck', k := 20)"
+ranking = ("SELECT * FROM rms_candidates('race dachshund chess work name Janne peanuts luck',"
+           " k := 20)")
 question = {"query": "When did Sophie adopt the dog?", "reference_time": "2024-03-01T00:00:00Z"}
 for config, budget in (({}, 400), ({"context_citations": True}, 400), ({}, 190),
                        (question, 500), ({"context_format": "compact"}, 400),

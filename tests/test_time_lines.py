@@ -1,0 +1,139 @@
+"""The reader prints a time line only under a day whose packed records differ in time.
+
+Receipt version 5: a day whose records share one time states the day alone, which at 1K
+tokens of multi-session dialogue left room for about four more records. The layout prices
+that rule as records come and go, so it must agree with the rendered context exactly:
+otherwise assembly overshoots and drops a record the budget had room for.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+import rms_duck
+from rms_duck.packing import pipeline
+from rms_duck.packing.layout import Layout
+from tests.test_budget_properties import PROPERTY_SETTINGS
+
+_DAY = re.compile(r"\d{1,2} [A-Z][a-z]{2}")
+_TIME = re.compile(r"\d{2}:\d{2}(:\d{2})?")
+
+
+def note(i: int, when: str | None, text: str = "", speaker: str | None = "Maya") -> dict:
+    return {"id": f"n{i}", "score": 0.9 - i / 100, "speaker": speaker, "event_time": when,
+            "content": text or f"Note {i} about the flat and the lease."}
+
+
+def test_one_time_on_a_day_prints_the_day_alone():
+    bundle = rms_duck.pack_candidates([note(0, "2023-05-28T18:12:00Z"),
+                                       note(1, "2023-05-28T18:12:00Z")], budget=4000)
+    assert "\n2023\n28 May\n- Maya:" in bundle.context and "18:12" not in bundle.context
+
+
+def test_two_times_on_a_day_print_both_and_order_the_records():
+    bundle = rms_duck.pack_candidates([note(0, "2023-05-29T18:40:00Z", "Signed the lease!"),
+                                       note(1, "2023-05-29T09:15:00Z", "Flat hunting today."),
+                                       note(2, "2023-05-30T10:00:00Z", "Moved in.")],
+                                      budget=4000)
+    assert ('\n29 May\n09:15\n- Maya:"Flat hunting today."\n18:40\n- Maya:"Signed the lease!"'
+            '\n30 May\n- Maya:"Moved in."\n') in bundle.context
+
+
+def test_a_midnight_record_and_a_timed_one_share_the_day_line():
+    # Midnight prints no time (a date-only value); one other time alone is still one time.
+    bundle = rms_duck.pack_candidates([note(0, "2023-05-29T00:00:00Z"),
+                                       note(1, "2023-05-29T09:15:00Z")], budget=4000)
+    assert "\n29 May\n- Maya:" in bundle.context and "09:15" not in bundle.context
+
+
+def test_a_time_line_appears_only_once_a_second_time_fits():
+    rows = [note(0, "2023-05-29T09:15:00Z"), note(1, "2023-05-29T18:40:00Z", "x " * 40)]
+    small = rms_duck.pack_candidates(rows, budget=60, config={"overhead_tokens": 0})
+    large = rms_duck.pack_candidates(rows, budget=400, config={"overhead_tokens": 0})
+    assert small.included_ids == ["n0"] and "09:15" not in small.context
+    assert set(large.included_ids) == {"n0", "n1"}
+    assert "\n09:15\n" in large.context and "\n18:40\n" in large.context
+    for bundle in (small, large):
+        assert bundle.tokens_used == rms_duck.count_tokens(bundle.context)
+
+
+INSTANTS = [None, "2026-01-01T00:00:00Z", "2026-01-01T09:00:00Z", "2026-01-01T09:00:30Z",
+            "2026-01-01T18:40:00Z", "2026-01-02T09:00:00Z", "2026-01-02T09:00:00+09:00",
+            "2025-12-31T23:59:00Z"]
+
+
+@st.composite
+def day_rows(draw):
+    rows = []
+    for i in range(draw(st.integers(1, 12))):
+        row = note(i, draw(st.sampled_from(INSTANTS)),
+                   draw(st.sampled_from(["ok", "Flat hunting today.", "word " * 30, ""])),
+                   draw(st.sampled_from(["Maya", None])))
+        row["score"] = draw(st.floats(0, 1))
+        if draw(st.integers(0, 4)) == 0:
+            row["pinned"] = True
+        rows.append(row)
+    return rows
+
+
+@PROPERTY_SETTINGS
+@given(rows=day_rows(), budget=st.integers(60, 700), citations=st.booleans(),
+       encoding=st.sampled_from(["o200k_base", "cl100k_base"]))
+def test_time_lines_are_priced_exactly_as_they_render(rows, budget, citations, encoding):
+    """The layout's running cost equals its recount after every add and removal, assembly
+    never overshoots what the layout priced, and the rendered context prints a day's time
+    lines exactly when its packed records carry two or more times."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        check_pack(monkeypatch, rows, budget, citations, encoding)
+
+
+def check_pack(monkeypatch, rows, budget, citations, encoding) -> None:
+    checked = []
+    for name in ("add", "remove"):
+        real = getattr(Layout, name)
+
+        def step(self, *args, _real=real):
+            _real(self, *args)
+            assert self.used == self.recount()
+            checked.append(1)
+
+        monkeypatch.setattr(Layout, name, step)
+    retries, priced = [], []
+    real_assemble = pipeline.assemble
+
+    def assemble(layout, **kwargs):
+        # What the layout priced for everything but the metadata line, which it reserves at
+        # its widest numbers.
+        priced.append(layout.recount() - layout.metadata_cost(layout.pairs))
+        return real_assemble(layout, **kwargs) or retries.append(1)
+
+    monkeypatch.setattr(pipeline, "assemble", assemble)
+    config = {"context_citations": citations, "encoding": encoding, "overhead_tokens": 0}
+    rows = [r for r in rows if r["content"]] or [note(0, None)]
+    bundle = rms_duck.pack_candidates(rows, budget=budget, config=config)
+    assert not retries  # the layout priced the context exactly
+    assert bundle.tokens_used == rms_duck.count_tokens(bundle.context, encoding=encoding)
+    assert bundle.tokens_used <= budget
+    if bundle.included:
+        body = bundle.context[:bundle.context.rindex("[metadata] ")]
+        assert priced[-1] == rms_duck.count_tokens(body, encoding=encoding)
+    packed = set(bundle.included_ids)
+    times: dict[str, set] = {}
+    for row in rows:
+        if row["id"] in packed and row["event_time"] is not None:
+            when = datetime.fromisoformat(row["event_time"]).astimezone(UTC)
+            times.setdefault(when.date().isoformat(), set())
+            if when.time() != datetime.min.time():  # midnight is a date-only value: no time
+                times[when.date().isoformat()].add(when.strftime("%H:%M:%S"))
+    multi = sum(len(t) > 1 for t in times.values())
+    shown = sum(bool(_TIME.fullmatch(line)) for line in bundle.context.splitlines())
+    event("a day with two times" if multi else "no day with two times")
+    # Every day with two or more times prints one line per time.
+    expected = sum(len(t) for t in times.values() if len(t) > 1)
+    assert shown == expected, bundle.context
+    assert checked or not bundle.included
