@@ -3,7 +3,10 @@
 Ranks every question of an eval set once, as `rms-duck eval` does, then packs the same
 candidates at one budget under reader-format variants that are experiments, not shipped:
 
-  as shipped     a year line, a '22 Aug' day line and a time line, each once per run
+  as shipped     a year line and a '22 Aug' day line, each once per run, and time lines
+                 only under a day whose records differ in time (receipt version 5)
+  reader@3       a time line under every timed day, the 28-token header and the JSON
+                 metadata line (the reader of receipt versions 3 and 4)
   ISO days       '2023-08-22' day lines and time lines (the reader of receipt version 2)
   no times       the year and day lines only
   no dates       no year, day or time lines at all
@@ -18,21 +21,17 @@ framing can reach. Usage:
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from rms_duck.config import PackingConfig
 from rms_duck.evaluation import runner
 from rms_duck.evaluation.loader import load_conversations
 from rms_duck.formats import reader
 from rms_duck.formats.base import clear_render_memos
-from rms_duck.formats.legacy import ReaderV2Format
 from rms_duck.packing.pipeline import pack_candidates
 from rms_duck.records import TEXT_LEVELS
 
 SHIPPED = reader.ReaderFormat.date_lines
-
-
-def _iso_days(self, view):
-    return ReaderV2Format.date_lines(self, view)
 
 
 def _no_times(self, view):
@@ -43,8 +42,10 @@ def _no_dates(self, view):
     return ()
 
 
-VARIANTS = {"as shipped": SHIPPED, "ISO days": _iso_days, "no times": _no_times,
-            "no dates": _no_dates}
+# name: (context_format, the reader's date lines)
+VARIANTS = {"as shipped": ("reader", SHIPPED), "reader@3": ("reader@3", SHIPPED),
+            "ISO days": ("reader@2", SHIPPED), "no times": ("reader", _no_times),
+            "no dates": ("reader", _no_dates)}
 
 
 def ranked(path: str) -> list[tuple[set[str], list]]:
@@ -72,12 +73,13 @@ def compare(questions: list[tuple[set[str], list]], budget: int) -> dict[str, fl
                for evidence, candidates in questions]
     out = {}
     try:
-        for name, date_lines in VARIANTS.items():
+        for name, (context_format, date_lines) in VARIANTS.items():
             reader.ReaderFormat.date_lines = date_lines
             clear_render_memos()
+            variant = replace(config, context_format=context_format)
             complete = 0
             for (evidence, candidates), fits in zip(questions, ceiling, strict=True):
-                bundle = pack_candidates(candidates, budget=budget, config=config)
+                bundle = pack_candidates(candidates, budget=budget, config=variant)
                 shown = {r.id for r in bundle.included if r.representation in TEXT_LEVELS}
                 complete += fits and evidence <= shown
             out[name] = complete / max(sum(ceiling), 1)
