@@ -62,6 +62,33 @@ def test_a_time_line_appears_only_once_a_second_time_fits():
         assert bundle.tokens_used == rms_duck.count_tokens(bundle.context)
 
 
+def test_a_reader_subclass_with_date_lines_of_its_own_shape_keeps_every_line():
+    """The third date line is a time only in the reader's own date lines: a subclass that
+    writes (year, month, day, time) keeps its day lines unless it sets the flag itself."""
+    from rms_duck.formats import FORMATS, register_format
+    from rms_duck.formats.reader import ReaderFormat
+
+    class MonthReader(ReaderFormat):
+        name = "month-reader"
+
+        def date_lines(self, view):
+            when = view.candidate.event_time
+            if when is None:
+                return ()
+            return (str(when.year), when.strftime("%B"), str(when.day), when.strftime("%H:%M"))
+
+    register_format(MonthReader())
+    try:
+        rows = [note(0, "2026-01-05T09:00:00Z", "x"), note(1, "2026-02-07T10:00:00Z", "z")]
+        bundle = rms_duck.pack_candidates(rows, budget=4000,
+                                          config={"context_format": "month-reader"})
+        assert ('\n2026\nJanuary\n5\n09:00\n- Maya:"x"\nFebruary\n7\n10:00\n- Maya:"z"\n'
+                in bundle.context)
+        assert bundle.tokens_used == rms_duck.count_tokens(bundle.context)
+    finally:
+        FORMATS.pop("month-reader")
+
+
 INSTANTS = [None, "2026-01-01T00:00:00Z", "2026-01-01T09:00:00Z", "2026-01-01T09:00:30Z",
             "2026-01-01T18:40:00Z", "2026-01-02T09:00:00Z", "2026-01-02T09:00:00+09:00",
             "2025-12-31T23:59:00Z"]

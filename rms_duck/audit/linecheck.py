@@ -21,7 +21,7 @@ from ..duck.linecosts import _node_batches, encoding_key, line_sha256
 from ..errors import RmsError
 from ..formats import FORMATS
 from ..packing.forecast import standalone_lines
-from ..packing.pipeline import pack_candidates
+from ..packing.repack import repack
 from ..tokens.counter import LineCounter
 
 
@@ -76,8 +76,10 @@ def check_line_costs(con: duckdb.DuckDBPyConnection) -> LineCostCheck:
             body = json.loads(receipt)
             config = parse_config(body.get("config"))
             recorder = LineCounter(config.encoding, shared=False, record=True)
-            pack_candidates(json.loads(inputs), budget=body.get("budget"), config=config,
-                            counter=recorder)
+            # As replay packs it: an older receipt with its version's frozen format, so the
+            # lines it costed (its header, metadata and date lines) are found again.
+            repack(inputs, budget=body.get("budget"), config=body.get("config"),
+                   receipt_version=body.get("receipt_version"), counter=recorder)
         except (RmsError, ValueError, TypeError, AttributeError):
             continue  # verify reports a damaged receipt or bundle
         lines.setdefault(config.encoding, set()).update(recorder.take_fresh())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 from ..errors import ConfigError, did_you_mean
 from .auditable import AuditableFormat
 from .base import BaseFormat, Format, RecordView
@@ -26,6 +29,34 @@ LEGACY_FORMATS: dict[str, Format] = {
                         ReaderV3Format())}
 
 
+# What receipt version 5 changed in ReaderFormat (and reader@2, reader@3 freeze).
+_READER_CHANGES = ("header", "metadata_line", "date_lines", "date_word", "elides_lone_times")
+
+
+def frozen_name(name: str, frozen: dict[str, str]) -> str:
+    """The format an older receipt packed with `name` replays with: the frozen copy of a
+    built-in format (formats/legacy.py), or, for a registered subclass of ReaderFormat, a
+    copy of it in which what it inherited from ReaderFormat is what the frozen reader had,
+    so it still renders the bytes that receipt recorded. Any other name as it is."""
+    if name in frozen:
+        return frozen[name]
+    fmt, reader = FORMATS.get(name), frozen.get("reader")
+    if reader is None or not isinstance(fmt, ReaderFormat) or type(fmt) is ReaderFormat:
+        return name
+    old = type(LEGACY_FORMATS[reader])
+    if not issubclass(old, ReaderFormat):
+        return name  # reader@1 had other record lines too: no copy renders its bytes
+    copy_name = f"{name}@{reader}"
+    if copy_name not in LEGACY_FORMATS:
+        inherited = {attr: getattr(old, attr) for attr in _READER_CHANGES
+                     if next(k for k in type(fmt).__mro__ if attr in vars(k)) is ReaderFormat}
+        frozen_fmt: Any = copy.copy(fmt)
+        frozen_fmt.__class__ = type(type(fmt).__name__, (type(fmt),), inherited)
+        frozen_fmt.name = copy_name
+        LEGACY_FORMATS[copy_name] = frozen_fmt
+    return copy_name
+
+
 def get_format(name: str) -> Format:
     try:
         return FORMATS[name] if name in FORMATS else LEGACY_FORMATS[name]
@@ -39,5 +70,5 @@ def get_format(name: str) -> Format:
 for _builtin in (ReaderFormat(), AuditableFormat(), CompactFormat()):
     register_format(_builtin)
 
-__all__ = ["FORMATS", "LEGACY_FORMATS", "BaseFormat", "Format", "RecordView", "get_format",
-           "register_format"]
+__all__ = ["FORMATS", "LEGACY_FORMATS", "BaseFormat", "Format", "RecordView", "frozen_name",
+           "get_format", "register_format"]

@@ -92,6 +92,21 @@ class BaseFormat:
                              excluded_count=excluded_count)
 
 
+def elides_times(fmt: object) -> bool:
+    """Whether `fmt` prints a day's time line (the third of its date lines) only under a day
+    whose records carry two or more times. The flag counts only when it was set with the
+    date lines it applies to: a subclass that writes date lines of its own shape (where the
+    third need not be a time) elides nothing unless it sets the flag itself."""
+    if not getattr(fmt, "elides_lone_times", False):
+        return False
+    if "elides_lone_times" in getattr(fmt, "__dict__", {}):
+        return True  # set on the object itself
+    mro = type(fmt).__mro__
+    lines_owner = next((k for k in mro if "date_lines" in vars(k)), None)
+    flag_owner = next(k for k in mro if "elides_lone_times" in vars(k))
+    return lines_owner is None or issubclass(flag_owner, lines_owner)
+
+
 def section_label(section: Section, namespace: str | None) -> str:
     """'[facts]', or '[facts namespace "work"]' for a named namespace."""
     if namespace is None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..formats import Format, RecordView
+from ..formats.base import elides_times
 from ..records import SECTION_ORDER, Candidate, Level, Section
 from ..tokens.counter import LineCounter
 
@@ -68,6 +69,10 @@ class Layout:
     speakers: int = 0
     records: int = 0
     used: int = 0
+    elide: bool = field(init=False)  # the format leaves out a lone time line (elides_times)
+
+    def __post_init__(self) -> None:
+        self.elide = elides_times(self.fmt)
 
     def header_cost(self, speakers: bool) -> int:
         return self.counter.line_cost(self.fmt.header(speakers=speakers, citations=self.citations))
@@ -100,7 +105,7 @@ class Layout:
         for i in range(len(dates)):
             if dates[: i + 1] in shown:
                 continue
-            if i == _TIME and getattr(self.fmt, "elides_lone_times", False):
+            if i == _TIME and self.elide:
                 others = self.times.get(key, {}).get(dates[:_TIME], ())
                 if not others:
                     continue  # the day's only time: not printed
@@ -157,10 +162,9 @@ class Layout:
         if self.records == 0:
             return 0
         lines = sum(e.cost for entries in self.groups.values() for e in entries)
-        elide = getattr(self.fmt, "elides_lone_times", False)
         dates = sum(self.counter.line_cost(prefix[-1])
                     for key, counts in self.dated.items() for prefix in counts
-                    if not (elide and len(prefix) == _TIME + 1
+                    if not (self.elide and len(prefix) == _TIME + 1
                             and len(self.times[key][prefix[:_TIME]]) < 2))
         return (self.header_cost(self.speakers > 0) + self.metadata_cost(self.pairs)
                 + sum(self.labels.values()) + lines + dates)
@@ -197,7 +201,7 @@ _NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
 def shown_dates(fmt: Format, group: list[Entry]) -> list[tuple[str, ...]]:
     """Each entry's date lines as printed: without its time line when the format elides a
     lone time and no other record of that day in `group` has a different time."""
-    if not getattr(fmt, "elides_lone_times", False):
+    if not elides_times(fmt):
         return [entry.dates for entry in group]
     times: dict[tuple[str, ...], set[str]] = {}
     for entry in group:

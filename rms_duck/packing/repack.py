@@ -14,6 +14,7 @@ from typing import Any
 from ..bundle import MemoryBundle
 from ..config import parse_config
 from ..errors import ReceiptError
+from ..formats import frozen_name
 from ..formats.legacy import LEGACY
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import encoding_source
@@ -22,13 +23,16 @@ from .pipeline import pack_candidates
 
 
 def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str | None,
-           receipt_version: int | None = None) -> MemoryBundle:
+           receipt_version: int | None = None,
+           counter: LineCounter | None = None) -> MemoryBundle:
     """Pack the stored inputs (rms_bundles.inputs) again.
 
     Args:
         inputs: canonical JSON list of the validated candidates, as stored.
         budget: the receipt's budget (None when it has none; validated like any budget).
         config: the receipt's config (dict or JSON text).
+        receipt_version: the receipt's version; older ones pack with their frozen formats.
+        counter: the LineCounter to cost lines with (a private one when None).
 
     Returns:
         The re-packed bundle; identical inputs give an identical context.
@@ -67,7 +71,8 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
         config = _with_frozen_format(config, LEGACY[receipt_version])
     # A private counter: replay recounts every line rather than trusting a cached or
     # persisted cost (rms_line_costs is a cache, not evidence).
-    counter = LineCounter(parse_config(config).encoding, shared=False)
+    if counter is None:
+        counter = LineCounter(parse_config(config).encoding, shared=False)
     with packing_of(receipt_version):
         return pack_candidates(rows, budget=budget, config=config, counter=counter)
 
@@ -153,6 +158,6 @@ def _with_frozen_format(config: Mapping[str, Any] | str | None,
     reproduce them."""
     parsed = json.loads(config) if isinstance(config, str) else dict(config or {})
     name = parsed.get("context_format", "reader")
-    if name in frozen:
-        parsed["context_format"] = frozen[name]
+    if isinstance(name, str):
+        parsed["context_format"] = frozen_name(name, dict(frozen))
     return parsed
