@@ -39,6 +39,44 @@ def test_early_exit_and_sure_miss_skip_decide_as_trying_each_would(case):
     assert fast.excluded == slow.excluded
 
 
+def _slow_pack(rows, budget, config):
+    original = pipeline._suffix_minima
+    pipeline._suffix_minima = _never_exit
+    pipeline._SKIP_SURE_MISSES = False
+    try:
+        return pack_candidates(rows, budget=budget, config=config)
+    finally:
+        pipeline._suffix_minima = original
+        pipeline._SKIP_SURE_MISSES = True
+
+
+@pytest.mark.parametrize("budget", [700, 900, 1300])
+@pytest.mark.parametrize("config", [{}, {"fold_repeated_text": False},
+                                    {"representation_policy": "budget_fraction"}])
+def test_records_passed_over_with_a_few_tokens_left_are_decided_as_trying_each_would(
+        budget, config):
+    """A pack that ends with a few tokens to spare passes over many short records between
+    attempts; those whose decision reads nothing later attempts change are decided at the
+    end. Conflict pairs and fold sources among them must still come out as trying each."""
+    rows = []
+    for i in range(400):
+        row = {"id": f"n{i:03d}", "score": round(1 - i / 500, 4), "speaker": "Maya",
+               "event_time": f"2026-{i % 12 + 1:02d}-{i % 27 + 1:02d}T{i % 24:02d}:00:00Z",
+               "content": "ok" if i % 3 else f"note {i} about the budget review, at length"}
+        if i % 17 == 0:
+            row["contradicts"] = [f"n{(i + 5) % 400:03d}"]
+        if i % 5 == 0:
+            row["prose"] = f"a note on review {i}"  # a second level to try
+        if i % 13 == 0:
+            row["evidence_ids"] = ["t1"]
+            row["content"] = "ok"
+        rows.append(row)
+    fast = pack_candidates(rows, budget=budget, config=config)
+    slow = _slow_pack(rows, budget, config)
+    assert fast.context == slow.context and fast.receipt == slow.receipt
+    assert fast.excluded == slow.excluded
+
+
 @PROPERTY_SETTINGS
 @given(cases)
 def test_receipt_text_is_canonical_json_of_the_body(case):

@@ -178,6 +178,7 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
     floors = sel.least_costs(sequence)
     least = _suffix_minima(floors)
     misses: list[Candidate] = []
+    settled: list[Candidate] = []
     for i, c in enumerate(sequence):
         remaining = sel.remaining()
         if remaining < least[i]:
@@ -187,13 +188,17 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
         if floors[i] > remaining and _SKIP_SURE_MISSES:
             # This one cannot fit at any level: decide it as trying it would (the early
             # exit's rule), without building its levels. A run of such misses changes
-            # nothing, so the run is decided together before the next real attempt.
-            misses.append(c)
+            # nothing, so the run is decided together before the next real attempt; one
+            # whose decision reads nothing a later attempt changes waits for the end (a
+            # budget with a few tokens left tries many short records in between).
+            (settled if remaining > 0 and sel.settled_miss(c) else misses).append(c)
             continue
         if misses:
             sel.exhaust(misses)
             misses = []
         _attempt(sel, c)
+    if settled:
+        sel.exhaust(settled, remaining=1)  # each was passed over with room left
     if misses:
         sel.exhaust(misses)
     return overflow

@@ -128,6 +128,10 @@ class Selector:
         self._sequence = 0
         self._pool = pool
         self._text_ladder = self.allowed in ((Level.FULL,), (Level.FULL, Level.PROSE))
+        # highest_fit over FULL (and PROSE), the reader's default: levels() would list FULL,
+        # whose text always exists, then PROSE when the candidate has a distinct one.
+        self._exhaust_ladder = (config.representation_policy == "highest_fit"
+                                and self._text_ladder)
         self._prose = Level.PROSE in self.allowed
         self._rank: dict[str, float] | None = None
         self._version3 = version3()  # replaying a receipt of version 3 or earlier
@@ -186,18 +190,24 @@ class Selector:
             return [lower_bound(c.content) for c in sequence]
         return [lower_bound(c.content) if c.prose is None else least_cost(c) for c in sequence]
 
-    def exhaust(self, rest: Sequence[Candidate]) -> None:
+    def settled_miss(self, c: Candidate) -> bool:
+        """True when exhaust() decides `c` the same whenever it runs while the budget has
+        room left: its decision reads no packed record (no fold source, no conflict pair a
+        later pack could place it by) and no remaining-budget share (highest_fit over text)."""
+        return (self._exhaust_ladder and not (self.folding and c.evidence_ids)
+                and c.id not in self.conflicts)
+
+    def exhaust(self, rest: Sequence[Candidate], *, remaining: int | None = None) -> None:
         """Decide every candidate of `rest` at once, as trying each in turn would: nothing
         in `rest` can fit any more (the caller checked every floor), so nothing is packed,
         the remaining budget stays put, and each candidate records the levels it would try.
+        `remaining` is the budget they were found not to fit (the current one by default).
         """
-        remaining = self.remaining()
+        if remaining is None:
+            remaining = self.remaining()
         outcomes, exhausted = self.outcomes, Reason.BUDGET_EXHAUSTED
         folding, text_required = self.folding, self.text_required
-        # highest_fit over FULL (and PROSE), the reader's default: levels() would list FULL,
-        # whose text always exists, then PROSE when the candidate has a distinct one.
-        text_ladder = (self.config.representation_policy == "highest_fit"
-                       and self.allowed in ((Level.FULL,), (Level.FULL, Level.PROSE)))
+        text_ladder = self._exhaust_ladder
         prose = Level.PROSE in self.allowed
         for c in rest:
             outcome = outcomes[c.id]
@@ -245,6 +255,10 @@ class Selector:
             cost = self.counter.line_cost(line)
             if level is Level.FULL and outcome.full_cost is None:
                 outcome.full_cost = cost
+            if cost > self.remaining() and not conflicted:
+                # Adding a line never costs less than the line (header, label, date lines
+                # and metadata only add when no conflict pair is new), so it cannot fit.
+                continue
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
                           self.fmt.shows_speaker(view), dated(self.fmt, view))
