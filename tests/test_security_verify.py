@@ -17,7 +17,7 @@ from rms_duck.audit.summary import summarise
 from rms_duck.cli import main
 from rms_duck.errors import ReceiptError, RmsWarning
 from rms_duck.escape import canonical_json
-from rms_duck.receipts import sha256_text
+from rms_duck.receipts import RECEIPT_VERSION, sha256_text
 
 EMPTY_PROBLEMS = (
     "CREATE OR REPLACE VIEW rms_receipt_problems AS SELECT NULL::VARCHAR AS chain_namespace, "
@@ -224,8 +224,10 @@ def test_sql_replay_is_not_reproduced_when_the_inputs_were_edited(tmp_path):
     ('"encoding":{', '"encoding":"o200k_base","x":{', "field 'encoding' must be an object"),
     ('"budget":300', '"budget":300.4', "'budget' must be a whole number, got 300.4"),
     ('"budget":300', '"budget":true', "'budget' must be a whole number, got True"),
-    ('"receipt_version":4', '"receipt_version":"3"', "'receipt_version' must be a whole"),
-    ('"receipt_version":4', '"receipt_version":[3]', "'receipt_version' must be a whole"),
+    (f'"receipt_version":{RECEIPT_VERSION}', '"receipt_version":"3"',
+     "'receipt_version' must be a whole"),
+    (f'"receipt_version":{RECEIPT_VERSION}', '"receipt_version":[3]',
+     "'receipt_version' must be a whole"),
 ])
 @pytest.mark.slow
 def test_replay_of_an_edited_receipt_is_a_receipt_error_in_python_and_sql(
@@ -236,6 +238,8 @@ def test_replay_of_an_edited_receipt_is_a_receipt_error_in_python_and_sql(
         [{"id": f"n{i}", "score": 0.5, "content": f"record {i}"} for i in range(4)]),
         budget=300).receipt_id
     con.execute("UPDATE rms_receipts SET receipt = replace(receipt, ?, ?)", [old, new])
+    [(edited,)] = con.execute("SELECT receipt FROM rms_receipts").fetchall()
+    assert new in edited  # the edit took: a receipt format change must update `old`
     with pytest.raises(ReceiptError, match=message):
         rms_duck.replay(con, rid)
     if old.startswith('"b') or old.startswith('"r'):  # SQL replay must not coerce them
