@@ -255,9 +255,11 @@ class Selector:
             cost = self.counter.line_cost(line)
             if level is Level.FULL and outcome.full_cost is None:
                 outcome.full_cost = cost
-            if cost > self.remaining() and not conflicted:
-                # Adding a line never costs less than the line (header, label, date lines
-                # and metadata only add when no conflict pair is new), so it cannot fit.
+            if cost > self.remaining() and not conflicted and (
+                    self.layout.speakers or not self.layout.records):
+                # Adding a line never costs less than the line: label, date lines and
+                # metadata only add when no conflict pair is new, and the header changes
+                # only with the first speaker, whose header a format may make shorter.
                 continue
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
