@@ -26,14 +26,17 @@ from .sha import sha256_text
 # issue-11 bytes (date lines, conflict pair labels). 3: the reader states a year line and
 # '28 May' day lines instead of '2023-05-28'. 4: conflict lines priced with their pair
 # labels. 5: the reader's shorter header and metadata line, and time lines only under a day
-# whose records differ in time. Older receipts replay with the frozen formats and packing
-# of their version (formats/legacy.py, packing/compat.py).
-RECEIPT_VERSION = 5
+# whose records differ in time. 6: reader record lines without the leading "- ", '#' section
+# and metadata headings, a shorter header. Older receipts replay with the frozen formats and
+# packing of their version (formats/legacy.py, packing/compat.py).
+RECEIPT_VERSION = 6
 
-# Every key of a stored receipt (receipt_version 5). The first group is the body that
+# Every key of a stored receipt (receipt_version 6). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
-    "receipt_version": "format version of the receipt (5; 4 before the reader's shorter "
+    "receipt_version": "format version of the receipt (6; 5 before the reader's record "
+                       "lines lost their leading '- ' and its section and metadata lines "
+                       "became '#' headings, 4 before the reader's shorter "
                        "header and metadata line and its time lines only where a day's "
                        "records differ in time, 3 before conflict lines were "
                        "priced with their pair labels, 2 before the reader's year lines, 1 "

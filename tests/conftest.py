@@ -111,19 +111,45 @@ def _hf_tokenizer(path: str):
 
 def metadata_of(context: str) -> dict:
     """The RFC section 6 fields of a context's last line, in the JSON form (auditable,
-    compact, older readers) or the reader's words: '[metadata] 61/4096 tokens used,
-    0 excluded, conflicts c1 c2'."""
+    compact, older readers) or the reader's words: '# metadata 61/4096 tokens, 0 excluded,
+    conflicts c1 c2' (receipt version 6), '[metadata] 61/4096 tokens used, ...' (5)."""
     import json
     import re
 
     line = context.splitlines()[-1]
-    assert line.startswith("[metadata] "), line
-    rest = line[len("[metadata] "):]
-    if rest.startswith("{"):
-        return json.loads(rest)
-    words = re.fullmatch(r"(\d+)/(\d+) tokens used, (\d+) excluded(?:, conflicts ((?:c\d+ ?)+))?",
-                         rest)
+    if line.startswith("# metadata "):
+        rest, used_word = line[len("# metadata "):], ""
+    else:
+        assert line.startswith("[metadata] "), line
+        rest, used_word = line[len("[metadata] "):], " used"
+        if rest.startswith("{"):
+            return json.loads(rest)
+    words = re.fullmatch(rf"(\d+)/(\d+) tokens{used_word}, (\d+) excluded"
+                         r"(?:, conflicts ((?:c\d+ ?)+))?", rest)
     assert words, line
     used, budget, excluded, conflicts = words.groups()
     return {"tokens_used": int(used), "context_budget": int(budget),
             "excluded_count": int(excluded), "conflicts": (conflicts or "").split()}
+
+
+def reader_kind(line: str) -> str:
+    """A reader context line's kind by how it starts, restated from formats/reader.py so
+    that tests check the renderer against the rule rather than against itself."""
+    if line.startswith("# metadata "):
+        return "metadata"
+    if line.startswith("# "):
+        return "section"
+    if line[:1].isdigit():
+        return "date"
+    if line == "(undated)":
+        return "undated"
+    return "record"
+
+
+def record_lines(context: str) -> list[str]:
+    """The record lines of a reader context: the records come after its first section
+    heading (the header, and any guidance line, come before it)."""
+    lines = context.splitlines()
+    first = next((i for i, line in enumerate(lines) if reader_kind(line) == "section"),
+                 len(lines))
+    return [line for line in lines[first:] if reader_kind(line) == "record"]

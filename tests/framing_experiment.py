@@ -4,7 +4,10 @@ Ranks every question of an eval set once, as `rms-duck eval` does, then packs th
 candidates at one budget under reader-format variants that are experiments, not shipped:
 
   as shipped     a year line and a '22 Aug' day line, each once per run, and time lines
-                 only under a day whose records differ in time (receipt version 5)
+                 only under a day whose records differ in time; '#' section and metadata
+                 headings and record lines without a marker (receipt version 6)
+  reader@5       the same dates, with "- " record lines, bracketed section and metadata
+                 lines and a 20-token header (the reader of receipt version 5)
   reader@3       a time line under every timed day, the 28-token header and the JSON
                  metadata line (the reader of receipt versions 3 and 4)
   ISO days       '2023-08-22' day lines and time lines (the reader of receipt version 2)
@@ -43,7 +46,8 @@ def _no_dates(self, view):
 
 
 # name: (context_format, the reader's date lines)
-VARIANTS = {"as shipped": ("reader", SHIPPED), "reader@3": ("reader@3", SHIPPED),
+VARIANTS = {"as shipped": ("reader", SHIPPED), "reader@5": ("reader@5", SHIPPED),
+            "reader@3": ("reader@3", SHIPPED),
             "ISO days": ("reader@2", SHIPPED), "no times": ("reader", _no_times),
             "no dates": ("reader", _no_dates)}
 

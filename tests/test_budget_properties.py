@@ -30,6 +30,7 @@ from rms_duck.packing.represent import representation_text
 from rms_duck.receipts import sha256_text
 from rms_duck.records import Lifecycle, NodeType, Reason
 from rms_duck.tokens.counter import clear_line_cache
+from tests.conftest import record_lines
 from tests.thorough import examples
 
 PROPERTY_SETTINGS = settings(
@@ -145,7 +146,7 @@ def assert_exact_count_within_budget(enc, bundle, budget: int, config: dict) -> 
         # The metadata line states the very count of the text it is in.
         last = context.splitlines()[-1]
         assert (f'"tokens_used":{bundle.tokens_used},' in last  # the JSON line
-                or last.startswith(f"[metadata] {bundle.tokens_used}/{budget} tokens used"))
+                or last.startswith(f"# metadata {bundle.tokens_used}/{budget} tokens,"))
     if budget <= 0:
         assert context == "" and "BUDGET_ERROR" in bundle.flags
     else:
@@ -212,10 +213,11 @@ def assert_one_line_per_record(bundle, config: dict) -> None:
     if config["context_format"] != "reader":
         assert not dates
     assert len(lines) == guidance + 1 + len(groups) + len(dates) + len(bundle.included) + 1
-    assert lines[-1].startswith("[metadata] ")
     if config["context_format"] == "reader":
-        assert sum(line.startswith("- ") for line in lines) == len(bundle.included)
+        assert lines[-1].startswith("# metadata ")
+        assert len(record_lines(bundle.render())) == len(bundle.included)
     else:
+        assert lines[-1].startswith("[metadata] ")
         # auditable and compact records are each one whole JSON value.
         records = [json.loads(line) for line in lines if line.startswith(("{", '["m'))]
         assert len(records) == len(bundle.included)

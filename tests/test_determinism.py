@@ -169,10 +169,10 @@ def test_sql_times_render_in_utc(utc_con):
     # Reader records sit in date order under a year and a day line, in UTC (each day has
     # one time, so no time line); the year is stated once for all three.
     assert context.count("\n2026\n") == 1
-    assert '\n2026\n11 Feb\n- "Maya booked the flight"\n' in context
-    assert '\n19 Feb\n- "Maya signed the lease"\n' in context
-    assert '\n1 Mar\n- "Maya landed in Lisbon"\n' in context
-    assert '- "An undated note"' in context
+    assert '\n2026\n11 Feb\n"Maya booked the flight"\n' in context
+    assert '\n19 Feb\n"Maya signed the lease"\n' in context
+    assert '\n1 Mar\n"Maya landed in Lisbon"\n' in context
+    assert '\n# context\n"An undated note"\n' in context
     audit = sql_pack(utc_con, "auditable")["context"]
     assert '"event_time":"2026-02-11T04:30:00+00:00"' in audit
     assert '"event_time":"2026-03-01T09:15:00+00:00"' in audit
@@ -210,7 +210,7 @@ def test_equal_instants_with_different_offsets_render_identically_in_sql(utc_con
     assert all(b["tokens_used"] == bundles[0]["tokens_used"] for b in bundles)
     assert bundles[0]["tokens_used"] == len(enc.encode_ordinary(bundles[0]["context"]))
     # The reader prints the day alone: the day's one record has one time.
-    assert ("2026-05-28" if fmt != "reader" else '\n2026\n28 May\n- "Maya arrived"\n') in \
+    assert ("2026-05-28" if fmt != "reader" else '\n2026\n28 May\n"Maya arrived"\n') in \
         bundles[0]["context"]
 
 
@@ -237,7 +237,7 @@ def test_naive_python_times_stay_nominal():
     audit = rms_duck.pack_candidates(rows, budget=500, config={"context_format": "auditable"})
     assert '"event_time":"2026-05-28T18:12:00"' in audit.render()
     reader = rms_duck.pack_candidates(rows, budget=500)  # two times: both time lines print
-    assert '\n2026\n28 May\n09:00\n- "y"\n18:12\n- "x"\n' in reader.render()
+    assert '\n2026\n28 May\n09:00\n"y"\n18:12\n"x"\n' in reader.render()
 
 
 def test_sql_and_python_give_the_same_bytes(utc_con):

@@ -63,10 +63,16 @@ def read(path: Path) -> str:
 def section(text: str, heading: str) -> str:
     """The text from `heading` to the next heading of the same or a higher level."""
     start = text.index(heading)
-    body = start + len(heading)
     level = len(heading.split(" ", 1)[0])
-    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(text, body)
-    return text[start:end.start()] if end else text[start:]
+    ends = re.compile(rf"#{{1,{level}}} ")
+    fenced, offset = False, start + len(heading)
+    for line in text[offset:].splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced  # a reader context's '# facts' lines are not headings
+        elif not fenced and ends.match(line):
+            return text[start:offset]
+        offset += len(line)
+    return text[start:]
 
 
 # -- README: the front page --------------------------------------------------------------

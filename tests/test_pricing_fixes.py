@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rms_duck.packing.pipeline import pack_candidates
-from tests.conftest import independent_count
+from tests.conftest import independent_count, reader_kind
 from tests.thorough import examples
 
 PAIR = [
@@ -68,7 +68,7 @@ def test_a_folded_record_is_shown_by_an_included_one(rows, budget, sessions):
         if record.reason.value == "FOLDED":
             text = next(r["content"] for r in rows if r["id"] == record.id)
             assert any(json.dumps(text, ensure_ascii=False)[1:-1] in line for line in lines
-                       if line.startswith("- ")), record.id
+                       if reader_kind(line) == "record"), record.id
 
 
 def _session_rows() -> list[dict]:

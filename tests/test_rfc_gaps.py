@@ -11,7 +11,7 @@ import pytest
 
 import rms_duck
 from rms_duck.tokens.estimate import stored_estimate, stored_estimate_sql
-from tests.conftest import metadata_of
+from tests.conftest import metadata_of, record_lines
 
 LONG_PIN = ("The quarterly infrastructure review covered storage costs, replication lag, backup "
             "retention windows and the on-call rotation for the data platform team. ")
@@ -97,8 +97,8 @@ def test_reader_marks_a_stored_summary():
     bundle = rms_duck.pack_candidates(
         [{"id": "doc", "score": .9, "content": long, "prose": "Summary: infra review."}],
         budget=90, config={"overhead_tokens": 0})
-    records = [line for line in bundle.render().splitlines() if line.startswith("- ")]
-    assert records == ['- [summary] "Summary: infra review."']
+    records = record_lines(bundle.render())
+    assert records == ['[summary] "Summary: infra review."']
     full = rms_duck.pack_candidates([{"id": "doc", "score": .9, "content": "short",
                                       "prose": "short"}], budget=500)
     assert "[summary]" not in full.render()  # identical prose is the text itself

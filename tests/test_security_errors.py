@@ -69,7 +69,7 @@ def test_budgets_and_labels_the_tables_cannot_hold_are_named_and_nothing_is_stor
 
 def test_a_lone_surrogate_is_escaped_in_the_context_and_named_when_stored(con, capsys):
     rows = [{"id": "n1", "score": 0.5, "content": "bad \udfff text"}]
-    assert '- "bad \\udfff text"' in rms_duck.pack_candidates(rows, budget=400).context
+    assert '\n"bad \\udfff text"\n' in rms_duck.pack_candidates(rows, budget=400).context
     with pytest.raises(CandidateError, match="lone surrogate.*nothing was stored.*store=False"):
         pack_rows(con, rows, budget=400)
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]

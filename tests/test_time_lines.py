@@ -32,7 +32,7 @@ def note(i: int, when: str | None, text: str = "", speaker: str | None = "Maya")
 def test_one_time_on_a_day_prints_the_day_alone():
     bundle = rms_duck.pack_candidates([note(0, "2023-05-28T18:12:00Z"),
                                        note(1, "2023-05-28T18:12:00Z")], budget=4000)
-    assert "\n2023\n28 May\n- Maya:" in bundle.context and "18:12" not in bundle.context
+    assert "\n2023\n28 May\nMaya:" in bundle.context and "18:12" not in bundle.context
 
 
 def test_two_times_on_a_day_print_both_and_order_the_records():
@@ -40,15 +40,15 @@ def test_two_times_on_a_day_print_both_and_order_the_records():
                                        note(1, "2023-05-29T09:15:00Z", "Flat hunting today."),
                                        note(2, "2023-05-30T10:00:00Z", "Moved in.")],
                                       budget=4000)
-    assert ('\n29 May\n09:15\n- Maya:"Flat hunting today."\n18:40\n- Maya:"Signed the lease!"'
-            '\n30 May\n- Maya:"Moved in."\n') in bundle.context
+    assert ('\n29 May\n09:15\nMaya:"Flat hunting today."\n18:40\nMaya:"Signed the lease!"'
+            '\n30 May\nMaya:"Moved in."\n') in bundle.context
 
 
 def test_a_midnight_record_and_a_timed_one_share_the_day_line():
     # Midnight prints no time (a date-only value); one other time alone is still one time.
     bundle = rms_duck.pack_candidates([note(0, "2023-05-29T00:00:00Z"),
                                        note(1, "2023-05-29T09:15:00Z")], budget=4000)
-    assert "\n29 May\n- Maya:" in bundle.context and "09:15" not in bundle.context
+    assert "\n29 May\nMaya:" in bundle.context and "09:15" not in bundle.context
 
 
 def test_a_time_line_appears_only_once_a_second_time_fits():
@@ -82,7 +82,7 @@ def test_a_reader_subclass_with_date_lines_of_its_own_shape_keeps_every_line():
         rows = [note(0, "2026-01-05T09:00:00Z", "x"), note(1, "2026-02-07T10:00:00Z", "z")]
         bundle = rms_duck.pack_candidates(rows, budget=4000,
                                           config={"context_format": "month-reader"})
-        assert ('\n2026\nJanuary\n5\n09:00\n- Maya:"x"\nFebruary\n7\n10:00\n- Maya:"z"\n'
+        assert ('\n2026\nJanuary\n5\n09:00\nMaya:"x"\nFebruary\n7\n10:00\nMaya:"z"\n'
                 in bundle.context)
         assert bundle.tokens_used == rms_duck.count_tokens(bundle.context)
     finally:
@@ -147,7 +147,7 @@ def check_pack(monkeypatch, rows, budget, citations, encoding) -> None:
     assert bundle.tokens_used == rms_duck.count_tokens(bundle.context, encoding=encoding)
     assert bundle.tokens_used <= budget
     if bundle.included:
-        body = bundle.context[:bundle.context.rindex("[metadata] ")]
+        body = bundle.context[:bundle.context.rindex("# metadata ")]
         assert priced[-1] == rms_duck.count_tokens(body, encoding=encoding)
     packed = set(bundle.included_ids)
     times: dict[str, set] = {}

@@ -123,7 +123,7 @@ def test_pack_context_runs_from_the_wheel(venv, tmp_path):
 def test_demo_cli_runs_from_the_wheel(venv, tmp_path):
     db = tmp_path / "tmp.duckdb"
     done = run([venv / "bin" / "rms-duck", "demo", "--db", db], cwd=tmp_path)
-    assert "[metadata] " in done.stdout
+    assert "# metadata " in done.stdout
     assert "question:" in done.stdout and "stored:    receipt" in done.stdout
     assert db.exists()
     probe = ("import duckdb, sys; con = duckdb.connect(sys.argv[1], read_only=True); "

@@ -9,7 +9,13 @@ from ..errors import ConfigError, did_you_mean
 from .auditable import AuditableFormat
 from .base import BaseFormat, Format, RecordView
 from .compact import CompactFormat
-from .legacy import CompactV1Format, ReaderV1Format, ReaderV2Format, ReaderV3Format
+from .legacy import (
+    CompactV1Format,
+    ReaderV1Format,
+    ReaderV2Format,
+    ReaderV3Format,
+    ReaderV5Format,
+)
 from .reader import ReaderFormat
 
 FORMATS: dict[str, Format] = {}
@@ -26,11 +32,13 @@ def register_format(fmt: Format) -> None:
 # offered for new packs, so they stay out of FORMATS and its listings.
 LEGACY_FORMATS: dict[str, Format] = {
     f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format(),
-                        ReaderV3Format())}
+                        ReaderV3Format(), ReaderV5Format())}
 
 
-# What receipt version 5 changed in ReaderFormat (and reader@2, reader@3 freeze).
-_READER_CHANGES = ("header", "metadata_line", "date_lines", "date_word", "elides_lone_times")
+# What receipt versions 5 and 6 changed in ReaderFormat (and reader@2, reader@3 and
+# reader@5 freeze).
+_READER_CHANGES = ("header", "metadata_line", "date_lines", "date_word", "elides_lone_times",
+                   "record_line", "section_label")
 
 
 def frozen_name(name: str, frozen: dict[str, str]) -> str:

@@ -53,10 +53,20 @@ def short_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[ob
 
 def reader_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
                          excluded_count: int) -> str:
-    """The reader's line, in words a model reads at a glance (about 15 tokens where the JSON
-    line took 20): '[metadata] 923/1024 tokens used, 416 excluded, conflicts c1 c2'. The
+    """The reader's line, a heading in words a model reads at a glance (13 tokens where the
+    JSON line took 20): '# metadata 923/1024 tokens, 416 excluded, conflicts c1 c2'. The
     counts are RFC section 6's tokens_used, context_budget and excluded_count; the conflict
     pair labels appear only when there are any."""
+    line = f"# metadata {tokens_used}/{budget} tokens, {excluded_count} excluded"
+    if conflicts:
+        line += ", conflicts " + " ".join(str(label) for label in conflicts)
+    return line
+
+
+def reader_v5_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
+                            excluded_count: int) -> str:
+    """The reader's line of receipt version 5: '[metadata] 923/1024 tokens used, 416
+    excluded, conflicts c1 c2'."""
     line = f"[metadata] {tokens_used}/{budget} tokens used, {excluded_count} excluded"
     if conflicts:
         line += ", conflicts " + " ".join(str(label) for label in conflicts)
