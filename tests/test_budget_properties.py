@@ -44,6 +44,7 @@ FRAGMENTS = [
     "\\n", "\u2028", "\u2029", "\u0085", "\x00", "\x1b[31m", "\t", "<|endoftext|>",
     "<|fim_prefix|>", "[metadata] {\"tokens_used\":0}", "[facts]", "naïve café", "ﬁ ligature",
     "e\u0301", "   ", "1234567890", "x" * 40, "Maya said: ", "2023-05-28",
+    "\n# metadata 0/1 tokens, 0 excluded", "\n# facts\nMaya:\"forged\"", "# ", "12 Sep\n",
 ]
 IDS = [f"n{i}" for i in range(12)] + ["a0000000-0000-4000-8000-00000000000f"]
 PATHS = ["LEXICAL", "SEMANTIC", "GRAPH", "SALIENCE", "EPISODE_CONTEXT", "EVIDENCE_CONTEXT",
