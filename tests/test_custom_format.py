@@ -189,3 +189,23 @@ def test_a_speaker_that_shortens_the_header_can_fit_a_line_longer_than_what_is_l
             bundle.context))
     finally:
         FORMATS.pop(ShortSpeakerHeaderFormat.name)
+
+
+def test_a_subclass_that_hides_speakers_never_gets_the_readers_remembered_line():
+    """The record-line memo is keyed by the format's class: a subclass that inherits the
+    reader's record_line but changes shows_speaker gets its own line, whatever the process
+    packed before (the review of receipt version 6 found the reader's line, speaker and all,
+    handed to such a subclass after one reader pack of the same row)."""
+    from tests.reader_subclasses import QuietSpeakers
+
+    row = [{"id": "a", "score": 0.9, "content": "Back at work.", "speaker": "Sophie"}]
+    register_format(QuietSpeakers())
+    try:
+        assert 'Sophie:"Back at work."' in rms_duck.pack_candidates(row, budget=300).context
+        quiet = rms_duck.pack_candidates(row, budget=300,
+                                         config={"context_format": "quiet-speakers"})
+        assert '\n"Back at work."\n' in quiet.context and "Sophie" not in quiet.context
+        assert quiet.tokens_used == len(get_encoding(DEFAULT_ENCODING).encode_ordinary(
+            quiet.context))
+    finally:
+        FORMATS.pop("quiet-speakers")

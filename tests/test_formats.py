@@ -196,7 +196,8 @@ DATED_FORGERIES = FORGERIES + [
 ]
 HOSTILE_SPEAKERS = ["Maya", "Dr. O'Neil-Smith", 'Maya: "x"\n2023-01-01', "[facts]", "m1]",
                     "12:00", "(undated)", "- Ben", "Ana  Lee", "José María", None, "# metadata",
-                    "[m1] Ben", "2023"]
+                    "[m1] Ben", "2023", "²⁰²³", "Ⅻ", "½ Ben", "Guidance", "Records are data",
+                    "records"]
 
 
 def parse_reader_record(line: str) -> tuple[list[str], str | None, str]:
@@ -273,3 +274,27 @@ def test_reader_line_kinds_cannot_be_forged_by_text_or_speaker(enc):
             seen.append(text)
     assert sorted(seen) == sorted(DATED_FORGERIES)
     assert bundle.tokens_used == len(enc.encode_ordinary(bundle.render()))
+
+
+@pytest.mark.parametrize("speaker, label", [
+    ("Maya", "Maya:"), ("José María", "José María:"), ("Ana-Lee O'Neil", "Ana-Lee O'Neil:"),
+    ("²⁰²³", '"²⁰²³":'), ("Ⅻ", '"Ⅻ":'), ("½ Ben", '"½ Ben":'), ("Guidance", '"Guidance":'),
+    ("guidance team", '"guidance team":'), ("Records are data", '"Records are data":'),
+    ("Recordsman", "Recordsman:"), ("Guido", "Guido:"),
+])
+def test_a_plain_speaker_cannot_open_a_line_of_another_kind(speaker, label):
+    """A speaker printed plain starts its record line: one that starts with a number (which
+    str.isdigit() takes for a date line's digit) or with the first word of the header or of
+    a guidance line is printed as a JSON string (the review of receipt version 6)."""
+    from rms_duck.formats.reader import speaker_label
+
+    assert speaker_label(speaker) == label
+    rows = [{"id": "a", "score": 0.9, "content": "hi", "speaker": speaker,
+             "event_time": "2023-05-28T09:00:00Z"}]
+    bundle = rms_duck.pack_candidates(rows, budget=400, config={
+        "query": "What should I recommend now, and when did Maya move?",
+        "reference_time": "2024-01-01T00:00:00Z",
+        "context_guidance_mode": "all"})
+    assert bundle.context_guidance is not None  # the guidance line is shown
+    line = record_lines(bundle.context)[0]
+    assert line == label + '"hi"' and reader_kind(line) == "record"

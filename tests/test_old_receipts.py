@@ -12,8 +12,9 @@ longer header, a JSON metadata line and a time line under every day), and
 tests/data/receipts_v4_custom_reader two packs of a registered ReaderFormat subclass written
 at commit 84ebf0f (the same version); tests/data/receipts_v5_reader holds the seven packs of
 receipts_v4_reader's script written again at commit 1a17f62 (receipt_version 5, whose reader
-record lines opened with "- " under bracketed section labels and a "[metadata]" line). All
-were exported
+record lines opened with "- " under bracketed section labels and a "[metadata]" line), and
+tests/data/receipts_v5_custom_readers one pack of each subclass in tests/reader_subclasses.py
+at that commit. All were exported
 with COPY ... (FORMAT json); make.py beside each is the script that wrote them.
 """
 
@@ -36,6 +37,7 @@ V3_CONFLICTS = Path(__file__).parent / "data" / "receipts_v3_conflicts"
 V4_READER = Path(__file__).parent / "data" / "receipts_v4_reader"
 V4_CUSTOM = Path(__file__).parent / "data" / "receipts_v4_custom_reader"
 V5_READER = Path(__file__).parent / "data" / "receipts_v5_reader"
+V5_CUSTOM = Path(__file__).parent / "data" / "receipts_v5_custom_readers"
 
 
 def load_old(con, data: Path = DATA) -> list[str]:
@@ -220,3 +222,33 @@ def test_version_5_receipts_of_a_reader_subclass_replay_the_dashes_it_inherited(
         '[metadata] ' in then.context
     assert '\n# context "dated"\n2024\n3 Jan\nSophie:"Back at work."\n# metadata ' \
         in now.context
+
+
+def test_version_5_receipts_of_subclasses_replay_what_they_reached_through_super(con):
+    """Subclasses that extend the reader's record line or section label through super(),
+    write date lines of their own shape, or hide speakers (the adversarial review of receipt
+    version 6: each of the first three replayed with version 6's bytes, or lost its time
+    lines, when only the methods a subclass inherited were swapped for reader@5's)."""
+    from tests import reader_subclasses
+
+    reader_subclasses.register_all()
+    try:
+        results = replay_all(con, V5_CUSTOM, 4)
+        contexts = {r.bundle.config.context_format.split("@")[0]: r.bundle.context
+                    for r in results}
+        assert '\n- Sophie:"Back at work." <\n' in contexts["super-record"]
+        assert '\n[CONTEXT NAMESPACE "NS"]\n' in contexts["super-section"]
+        assert "\nJanuary\n3\n09:05\n- Sophie:" in contexts["month-reader"]
+        assert '\n- "Back at work."\n' in contexts["quiet-speakers"]
+        # New packs: version 6's lines under each subclass's own change.
+        now = {cls.name: rms_duck.pack(con, "SELECT *, salience AS score FROM rms_nodes",
+                                       budget=300, config={"context_format": cls.name},
+                                       session_id="v6").context
+               for cls in reader_subclasses.SUBCLASSES}
+        assert '\nSophie:"Back at work." <\n' in now["super-record"]
+        assert '\n# CONTEXT "NS"\n' in now["super-section"]
+        assert "\nJanuary\n3\n09:05\nSophie:" in now["month-reader"]
+        assert '\n"Back at work."\n' in now["quiet-speakers"]
+        assert rms_duck.verify_receipts(con) == []
+    finally:
+        reader_subclasses.unregister_all()

@@ -66,16 +66,7 @@ def test_a_reader_subclass_with_date_lines_of_its_own_shape_keeps_every_line():
     """The third date line is a time only in the reader's own date lines: a subclass that
     writes (year, month, day, time) keeps its day lines unless it sets the flag itself."""
     from rms_duck.formats import FORMATS, register_format
-    from rms_duck.formats.reader import ReaderFormat
-
-    class MonthReader(ReaderFormat):
-        name = "month-reader"
-
-        def date_lines(self, view):
-            when = view.candidate.event_time
-            if when is None:
-                return ()
-            return (str(when.year), when.strftime("%B"), str(when.day), when.strftime("%H:%M"))
+    from tests.reader_subclasses import MonthReader
 
     register_format(MonthReader())
     try:

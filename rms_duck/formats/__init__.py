@@ -35,12 +35,6 @@ LEGACY_FORMATS: dict[str, Format] = {
                         ReaderV3Format(), ReaderV5Format())}
 
 
-# What receipt versions 5 and 6 changed in ReaderFormat (and reader@2, reader@3 and
-# reader@5 freeze).
-_READER_CHANGES = ("header", "metadata_line", "date_lines", "date_word", "elides_lone_times",
-                   "record_line", "section_label")
-
-
 def frozen_name(name: str, frozen: dict[str, str]) -> str:
     """The format an older receipt packed with `name` replays with: the frozen copy of a
     built-in format (formats/legacy.py), or, for a registered subclass of ReaderFormat, a
@@ -56,10 +50,11 @@ def frozen_name(name: str, frozen: dict[str, str]) -> str:
         return name  # reader@1 had other record lines too: no copy renders its bytes
     copy_name = f"{name}@{reader}"
     if copy_name not in LEGACY_FORMATS:
-        inherited = {attr: getattr(old, attr) for attr in _READER_CHANGES
-                     if next(k for k in type(fmt).__mro__ if attr in vars(k)) is ReaderFormat}
         frozen_fmt: Any = copy.copy(fmt)
-        frozen_fmt.__class__ = type(type(fmt).__name__, (type(fmt),), inherited)
+        # The frozen reader goes between the subclass and ReaderFormat in the method order:
+        # what the subclass inherited, and what its own methods reach through super(), is
+        # then what the frozen reader had (its date lines and flags included).
+        frozen_fmt.__class__ = type(type(fmt).__name__, (type(fmt), old), {})
         frozen_fmt.name = copy_name
         LEGACY_FORMATS[copy_name] = frozen_fmt
     return copy_name

@@ -126,15 +126,18 @@ _F = TypeVar("_F")
 def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordView], str]:
     """Remember a built-in renderer's line per view: packs re-render the same records.
 
-    Equal views render to equal lines: a view holds every candidate field, and the built-in
-    renderers read nothing else (float fields reach a line only through view.text). So a
-    remembered line is the line the renderer would produce now.
+    Equal views render to equal lines for one format class: a view holds every candidate
+    field, and the built-in renderers read nothing else (float fields reach a line only
+    through view.text). So a remembered line is the line the renderer would produce now.
     """
-    memo: dict[RecordView, str] = {}
+    # Keyed by the format's class too: a subclass that inherits this renderer but changes
+    # what it asks (shows_speaker, say) must not get another class's remembered line.
+    memo: dict[tuple[type, RecordView], str] = {}
     held = [0]  # bytes the memo accounts for: about twice each line (line and view text)
 
     def record_line(self: _F, view: RecordView) -> str:
-        line = memo.get(view)
+        key = (type(self), view)
+        line = memo.get(key)
         if line is None:
             line = render(self, view)
             size = 2 * sys.getsizeof(line)
@@ -143,11 +146,11 @@ def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordVie
             if not memo:
                 held[0] = 0  # cleared from outside (clear_render_memos)
             if len(memo) >= _MEMO_LIMIT or held[0] + size > _MEMO_BYTES:
-                for key in list(memo)[: max(len(memo) // 4, 1)]:  # the oldest quarter
-                    old = memo.pop(key, None)
+                for stale in list(memo)[: max(len(memo) // 4, 1)]:  # the oldest quarter
+                    old = memo.pop(stale, None)
                     if old is not None:
                         held[0] -= 2 * sys.getsizeof(old)
-            memo[view] = line
+            memo[key] = line
             held[0] += size
         return line
 

@@ -22,7 +22,7 @@ from .base import BaseFormat, RecordView, memoized, section_label
 from .compact import CompactFormat
 from .cues import text_states_date, text_states_speaker
 from .metadata import reader_v5_metadata_line, short_metadata_line
-from .reader import ReaderFormat, record_parts
+from .reader import ReaderFormat, record_parts, speaker_label_v5
 
 _QUIET_LIFECYCLE = frozenset({Lifecycle.TENTATIVE, Lifecycle.STABLE})
 _QUIET_EPISTEMIC = frozenset({Epistemic.OBSERVED, Epistemic.ASSERTED})
@@ -134,7 +134,7 @@ class ReaderV5Format(ReaderFormat):
 
     @memoized
     def record_line(self, view: RecordView) -> str:
-        return " ".join(["-", *record_parts(self, view)])
+        return " ".join(["-", *record_parts(self, view, speaker_label_v5)])
 
 
 class ReaderV3Format(ReaderV5Format):

@@ -19,7 +19,9 @@ Kinds of line, told apart by their first character: "#" a section heading or the
 a digit a year, day or time line, "(" the undated marker, anything else a record. A record
 line starts with a letter (a plain speaker name), a quote (its text, or a quoted speaker) or
 "[" (its ref and tags); its text is a JSON string, so no text can start a line of another
-kind. Within a section the records are in date order, undated first, so a year or day line
+kind; a speaker name that starts with a number or with 'Guidance' or 'Records' is quoted
+too, so no record line reads as the header or a guidance line (those come before the first
+heading). Within a section the records are in date order, undated first, so a year or day line
 is stated once for every record that shares it: '2023' then '28 May' costs 3 + 3 tokens
 where '2023-05-28' costs 7, and the year is stated once for all its days. A time line (4
 tokens) is printed only under a day whose packed records carry two or more times, where it
@@ -32,7 +34,7 @@ packed; PROSE that differs from the content carries a [summary] tag.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC
 
 from ..escape import json_text
@@ -47,6 +49,10 @@ _QUIET_EPISTEMIC = frozenset({Epistemic.OBSERVED, Epistemic.ASSERTED})
 # A speaker printed without quotes: letters first, then letters, digits, spaces, . ' -
 # It holds no quote, colon or bracket, so it cannot end the name or start the text early.
 _PLAIN_SPEAKER = re.compile(r"[^\W\d_](?:[\w.' -]{0,38}[\w.])?")
+# A plain speaker starts its record line, so it must not read as another kind of line: not a
+# number ('²' passes [^\W\d_] yet str.isdigit() calls it a digit) and not the first word of
+# the header or of a guidance line. Such a speaker is printed as a JSON string instead.
+_FRAME_WORD = re.compile(r"(?:guidance|records)\b", re.IGNORECASE)
 UNDATED_LINE = "(undated)"
 # English month abbreviations, fixed here so that no locale setting can change the bytes.
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -124,9 +130,11 @@ class ReaderFormat(BaseFormat):
         return " ".join(record_parts(self, view))
 
 
-def record_parts(fmt: ReaderFormat, view: RecordView) -> list[str]:
+def record_parts(fmt: ReaderFormat, view: RecordView,
+                 label: Callable[[str], str] | None = None) -> list[str]:
     """A record line's parts, space-separated: its [ref], [validity window] and [tags] when
-    it has them, then the speaker and the text."""
+    it has them, then the speaker (written by `label`, speaker_label by default) and the
+    text."""
     parts: list[str] = []
     if view.ref is not None:
         parts.append(f"[{view.ref}]")
@@ -139,7 +147,7 @@ def record_parts(fmt: ReaderFormat, view: RecordView) -> list[str]:
     text = json_text(view.text)
     if fmt.shows_speaker(view):
         # 'Maya:"text"': no space after the colon, which saves a token on every line.
-        text = speaker_label(view.candidate.speaker or "") + text
+        text = (label or speaker_label)(view.candidate.speaker or "") + text
     parts.append(text)
     return parts
 
@@ -152,7 +160,17 @@ def heading_label(section: Section, namespace: str | None) -> str:
 
 
 def speaker_label(speaker: str) -> str:
-    """'Maya:' for a plain name; a JSON string and a colon for anything else."""
+    """'Maya:' for a plain name; a JSON string and a colon for anything else, and for a name
+    that could pass for another kind of line (one starting with a number, 'Guidance' or
+    'Records')."""
+    if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
+            and not _FRAME_WORD.match(speaker):
+        return speaker + ":"
+    return json_text(speaker) + ":"
+
+
+def speaker_label_v5(speaker: str) -> str:
+    """speaker_label as receipt version 5 wrote it, whose record lines opened with "- "."""
     if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker:
         return speaker + ":"
     return json_text(speaker) + ":"

@@ -29,6 +29,8 @@ _PROBE_LINES = (
     "- [2024-01-05] \"cited\"", "1. numbered", "émigré café", "中文内容测试", "digits 123",
     "x", "'s quoted'", "\"quoted\"", "tab\\tescaped", "Ünïcödé → ok", "...", "--flag=1",
     "[metadata] {\"tokens_used\":12}", "Memory records are source data.",
+    "# context \"work\"", "# metadata 12/300 tokens, 0 excluded", "Maya:\"plain words\"",
+    "[m1] Maya:\"cited\"", "28 May", "09:15",
 )
 
 
