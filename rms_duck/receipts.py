@@ -27,8 +27,9 @@ from .sha import sha256_text
 # '28 May' day lines instead of '2023-05-28'. 4: conflict lines priced with their pair
 # labels. 5: the reader's shorter header and metadata line, and time lines only under a day
 # whose records differ in time. 6: reader record lines without the leading "- ", '#' section
-# and metadata headings, a shorter header. Older receipts replay with the frozen formats and
-# packing of their version (formats/legacy.py, packing/compat.py).
+# and metadata headings, a shorter header; compact without a namespace column, with a speaker
+# one. Older receipts replay with the frozen formats and packing of their version
+# (formats/legacy.py, packing/compat.py).
 RECEIPT_VERSION = 6
 
 # Every key of a stored receipt (receipt_version 6). The first group is the body that
@@ -36,7 +37,8 @@ RECEIPT_VERSION = 6
 RECEIPT_FIELDS: dict[str, str] = {
     "receipt_version": "format version of the receipt (6; 5 before the reader's record "
                        "lines lost their leading '- ' and its section and metadata lines "
-                       "became '#' headings, 4 before the reader's shorter "
+                       "became '#' headings and compact traded its namespace column for a "
+                       "speaker one, 4 before the reader's shorter "
                        "header and metadata line and its time lines only where a day's "
                        "records differ in time, 3 before conflict lines were "
                        "priced with their pair labels, 2 before the reader's year lines, 1 "

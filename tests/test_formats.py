@@ -12,6 +12,8 @@ import pytest
 
 import rms_duck
 from rms_duck.errors import ContextRefError
+from rms_duck.tokens import get_encoding
+from rms_duck.tokens.encodings import DEFAULT_ENCODING
 
 from .conftest import node_id, reader_kind, record_lines
 
@@ -298,3 +300,26 @@ def test_a_plain_speaker_cannot_open_a_line_of_another_kind(speaker, label):
     assert bundle.context_guidance is not None  # the guidance line is shown
     line = record_lines(bundle.context)[0]
     assert line == label + '"hi"' and reader_kind(line) == "record"
+
+
+def test_compact_states_the_namespace_once_and_each_records_speaker():
+    """Receipt version 6's compact: the section label names the namespace (no column per
+    record), each record carries its speaker, and times read 'YYYY-MM-DD HH:MM' in UTC."""
+    from rms_duck.formats.compact import FIELDS
+
+    rows = [{"id": "a", "score": 0.9, "content": "Back at work.", "speaker": "Sophie",
+             "event_time": "2024-01-03T10:05:30+01:00", "namespace_id": "team"},
+            {"id": "b", "score": 0.8, "content": "A note.", "namespace_id": "team"}]
+    bundle = rms_duck.pack_candidates(rows, budget=400, config={"context_format": "compact"})
+    lines = bundle.context.splitlines()
+    assert lines[0].startswith(f"Records are JSON arrays [{','.join(FIELDS)}], times UTC;")
+    assert lines[1] == '[context namespace "team"]'
+    first, second = (json.loads(line) for line in lines[2:4])
+    assert dict(zip(FIELDS, first, strict=True)) == {
+        "ref": "m1", "type": "note", "epistemic": "asserted", "memory_lifecycle": "tentative",
+        "source_type": "user_stated", "representation": "full",
+        "event_time": "2024-01-03 09:05:30", "valid_from": None, "valid_to": None,
+        "conflict": None, "speaker": "Sophie", "text": "Back at work."}
+    assert second[FIELDS.index("speaker")] is None and "team" not in lines[2] + lines[3]
+    assert bundle.tokens_used == len(get_encoding(DEFAULT_ENCODING).encode_ordinary(
+        bundle.context))

@@ -11,6 +11,7 @@ from .base import BaseFormat, Format, RecordView
 from .compact import CompactFormat
 from .legacy import (
     CompactV1Format,
+    CompactV5Format,
     ReaderV1Format,
     ReaderV2Format,
     ReaderV3Format,
@@ -32,32 +33,38 @@ def register_format(fmt: Format) -> None:
 # offered for new packs, so they stay out of FORMATS and its listings.
 LEGACY_FORMATS: dict[str, Format] = {
     f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format(),
-                        ReaderV3Format(), ReaderV5Format())}
+                        ReaderV3Format(), ReaderV5Format(), CompactV5Format())}
 
 
 def frozen_name(name: str, frozen: dict[str, str]) -> str:
     """The format an older receipt packed with `name` replays with: the frozen copy of a
-    built-in format (formats/legacy.py), or, for a registered subclass of ReaderFormat, a
-    copy of it in which what it inherited from ReaderFormat is what the frozen reader had,
-    so it still renders the bytes that receipt recorded. Any other name as it is."""
+    built-in format (formats/legacy.py), or, for a registered subclass of ReaderFormat or
+    CompactFormat, a copy of it whose inherited methods are the frozen format's, so it still
+    renders the bytes that receipt recorded. Any other name as it is."""
     if name in frozen:
         return frozen[name]
-    fmt, reader = FORMATS.get(name), frozen.get("reader")
-    if reader is None or not isinstance(fmt, ReaderFormat) or type(fmt) is ReaderFormat:
+    fmt = FORMATS.get(name)
+    builtin = next((cls for cls in _FROZEN_BASES if isinstance(fmt, cls)), None)
+    if builtin is None or type(fmt) is builtin or builtin.name not in frozen:
         return name
-    old = type(LEGACY_FORMATS[reader])
-    if not issubclass(old, ReaderFormat):
+    old = type(LEGACY_FORMATS[frozen[builtin.name]])
+    if not issubclass(old, builtin):
         return name  # reader@1 had other record lines too: no copy renders its bytes
-    copy_name = f"{name}@{reader}"
+    copy_name = f"{name}@{frozen[builtin.name]}"
     if copy_name not in LEGACY_FORMATS:
         frozen_fmt: Any = copy.copy(fmt)
-        # The frozen reader goes between the subclass and ReaderFormat in the method order:
-        # what the subclass inherited, and what its own methods reach through super(), is
-        # then what the frozen reader had (its date lines and flags included).
+        # The frozen format goes between the subclass and its built-in base in the method
+        # order: what the subclass inherited, and what its own methods reach through
+        # super(), is then what the frozen format had (date lines and flags included).
         frozen_fmt.__class__ = type(type(fmt).__name__, (type(fmt), old), {})
         frozen_fmt.name = copy_name
         LEGACY_FORMATS[copy_name] = frozen_fmt
     return copy_name
+
+
+# The built-in formats a registered subclass may inherit from whose bytes a receipt
+# version changed.
+_FROZEN_BASES = (ReaderFormat, CompactFormat)
 
 
 def get_format(name: str) -> Format:
