@@ -209,3 +209,31 @@ def test_a_subclass_that_hides_speakers_never_gets_the_readers_remembered_line()
             quiet.context))
     finally:
         FORMATS.pop("quiet-speakers")
+
+
+def test_two_instances_of_one_subclass_never_share_remembered_lines():
+    """A registered subclass renders its lines afresh: two instances of one class that
+    differ in a setting get their own lines whatever the process packed before (the review
+    of 53d2a0c: a memo keyed by class handed one instance's lines to the other)."""
+    from rms_duck.formats.reader import ReaderFormat
+
+    class Speakers(ReaderFormat):
+        def __init__(self, name: str, quiet: bool) -> None:
+            self.name, self.quiet = name, quiet
+
+        def shows_speaker(self, view: RecordView) -> bool:
+            return not self.quiet and super().shows_speaker(view)
+
+    row = [{"id": "a", "score": 0.9, "content": "Lunch with Maya.", "speaker": "Sophie"}]
+    register_format(Speakers("loud-speakers", False))
+    register_format(Speakers("quiet-speakers", True))
+    try:
+        loud = rms_duck.pack_candidates(row, budget=300,
+                                        config={"context_format": "loud-speakers"})
+        quiet = rms_duck.pack_candidates(row, budget=300,
+                                         config={"context_format": "quiet-speakers"})
+        assert '\nSophie:"Lunch with Maya."\n' in loud.context
+        assert '\n"Lunch with Maya."\n' in quiet.context and "Sophie" not in quiet.context
+    finally:
+        FORMATS.pop("loud-speakers")
+        FORMATS.pop("quiet-speakers")

@@ -304,7 +304,8 @@ def test_a_plain_speaker_cannot_open_a_line_of_another_kind(speaker, label):
 
 def test_compact_states_the_namespace_once_and_each_records_speaker():
     """Receipt version 6's compact: the section label names the namespace (no column per
-    record), each record carries its speaker, and times read 'YYYY-MM-DD HH:MM' in UTC."""
+    record), each record carries its speaker, and an aware time reads '...T09:05:30Z' in
+    UTC, a naive one the same without the Z."""
     from rms_duck.formats.compact import FIELDS
 
     rows = [{"id": "a", "score": 0.9, "content": "Back at work.", "speaker": "Sophie",
@@ -312,14 +313,20 @@ def test_compact_states_the_namespace_once_and_each_records_speaker():
             {"id": "b", "score": 0.8, "content": "A note.", "namespace_id": "team"}]
     bundle = rms_duck.pack_candidates(rows, budget=400, config={"context_format": "compact"})
     lines = bundle.context.splitlines()
-    assert lines[0].startswith(f"Records are JSON arrays [{','.join(FIELDS)}], times UTC;")
+    assert lines[0].startswith(f"Records are JSON arrays [{','.join(FIELDS)}]; a time ending "
+                               "in Z is UTC.")
     assert lines[1] == '[context namespace "team"]'
     first, second = (json.loads(line) for line in lines[2:4])
     assert dict(zip(FIELDS, first, strict=True)) == {
         "ref": "m1", "type": "note", "epistemic": "asserted", "memory_lifecycle": "tentative",
         "source_type": "user_stated", "representation": "full",
-        "event_time": "2024-01-03 09:05:30", "valid_from": None, "valid_to": None,
+        "event_time": "2024-01-03T09:05:30Z", "valid_from": None, "valid_to": None,
         "conflict": None, "speaker": "Sophie", "text": "Back at work."}
     assert second[FIELDS.index("speaker")] is None and "team" not in lines[2] + lines[3]
+    # A naive time is nominal: no Z (version 5 told the two apart by an offset too).
+    rows[0]["event_time"] = "2024-01-03T09:05:30"
+    naive = rms_duck.pack_candidates(rows, budget=400, config={"context_format": "compact"})
+    assert json.loads(naive.context.splitlines()[2])[FIELDS.index("event_time")] == \
+        "2024-01-03T09:05:30"
     assert bundle.tokens_used == len(get_encoding(DEFAULT_ENCODING).encode_ordinary(
         bundle.context))

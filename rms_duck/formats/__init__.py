@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ..errors import ConfigError, did_you_mean
@@ -52,14 +51,35 @@ def frozen_name(name: str, frozen: dict[str, str]) -> str:
         return name  # reader@1 had other record lines too: no copy renders its bytes
     copy_name = f"{name}@{frozen[builtin.name]}"
     if copy_name not in LEGACY_FORMATS:
-        frozen_fmt: Any = copy.copy(fmt)
-        # The frozen format goes between the subclass and its built-in base in the method
-        # order: what the subclass inherited, and what its own methods reach through
-        # super(), is then what the frozen format had (date lines and flags included).
-        frozen_fmt.__class__ = type(type(fmt).__name__, (type(fmt), old), {})
-        frozen_fmt.name = copy_name
-        LEGACY_FORMATS[copy_name] = frozen_fmt
+        try:
+            LEGACY_FORMATS[copy_name] = _frozen_copy(fmt, old, copy_name)
+        except Exception as exc:  # a subclass may refuse to be subclassed or copied
+            raise ConfigError(
+                f"context format {name!r} cannot be rebuilt as it was at receipt version "
+                f"{frozen[builtin.name]!r} to replay an older receipt: making a copy of it "
+                f"over {old.__name__} failed ({type(exc).__name__}: {exc}); let its class be "
+                "subclassed without arguments and its instance be copied field by field, or "
+                "replay the receipt with the release that wrote it") from None
     return copy_name
+
+
+def _frozen_copy(fmt: Any, old: type, copy_name: str) -> Any:
+    """`fmt` as an instance of a new class that puts the frozen `old` between fmt's class
+    and its built-in base in the method order: what the subclass inherited, and what its
+    own methods reach through super(), is then what the frozen format had (date lines and
+    flags included). The instance's state is copied field by field, past any __copy__,
+    __setattr__ or frozen dataclass of the subclass."""
+    cls = type(type(fmt).__name__, (type(fmt), old), {"name": copy_name})
+    frozen_fmt: Any = object.__new__(cls)
+    for key, value in getattr(fmt, "__dict__", {}).items():
+        object.__setattr__(frozen_fmt, key, value)
+    for klass in type(fmt).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in ("__dict__", "__weakref__") and hasattr(fmt, slot):
+                object.__setattr__(frozen_fmt, slot, getattr(fmt, slot))
+    if "name" in getattr(frozen_fmt, "__dict__", {}):
+        object.__setattr__(frozen_fmt, "name", copy_name)
+    return frozen_fmt
 
 
 # The built-in formats a registered subclass may inherit from whose bytes a receipt

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from ..escape import json_compact
 from ..timefmt import iso
-from .base import BaseFormat, RecordView, memoized
+from .base import BaseFormat, RecordView, builtin_format, memoized
 
 
+@builtin_format
 class AuditableFormat(BaseFormat):
     name = "auditable"
 

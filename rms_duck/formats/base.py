@@ -123,20 +123,35 @@ _MEMOS: list[dict[Any, Any]] = []
 _F = TypeVar("_F")
 
 
+# The built-in format classes (builtin_format): only their lines are remembered.
+_BUILTIN: set[type] = set()
+_T = TypeVar("_T", bound=type)
+
+
+def builtin_format(cls: _T) -> _T:
+    """Mark a format class of this package: its instances all render alike, so memoized()
+    may remember their lines."""
+    _BUILTIN.add(cls)
+    return cls
+
+
 def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordView], str]:
     """Remember a built-in renderer's line per view: packs re-render the same records.
 
-    Equal views render to equal lines for one format class: a view holds every candidate
-    field, and the built-in renderers read nothing else (float fields reach a line only
-    through view.text). So a remembered line is the line the renderer would produce now.
+    Equal views render to equal lines for one built-in format class: a view holds every
+    candidate field, and the built-in renderers read nothing else (float fields reach a line
+    only through view.text). So a remembered line is the line the renderer would produce
+    now. A registered subclass renders afresh: it may change what the renderer asks
+    (shows_speaker, say), per class or per instance.
     """
-    # Keyed by the format's class too: a subclass that inherits this renderer but changes
-    # what it asks (shows_speaker, say) must not get another class's remembered line.
     memo: dict[tuple[type, RecordView], str] = {}
     held = [0]  # bytes the memo accounts for: about twice each line (line and view text)
 
     def record_line(self: _F, view: RecordView) -> str:
-        key = (type(self), view)
+        cls = type(self)
+        if cls not in _BUILTIN:
+            return render(self, view)
+        key = (cls, view)
         line = memo.get(key)
         if line is None:
             line = render(self, view)

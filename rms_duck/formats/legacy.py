@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from ..escape import json_compact, json_text
 from ..records import CONDITION_STATES, Epistemic, Lifecycle, Section
 from ..timefmt import iso, reader_label
-from .base import BaseFormat, RecordView, memoized, section_label
+from .base import BaseFormat, RecordView, builtin_format, memoized, section_label
 from .compact import CompactFormat
 from .cues import text_states_date, text_states_speaker
 from .metadata import reader_v5_metadata_line, short_metadata_line
@@ -37,6 +37,7 @@ LEGACY: dict[int, dict[str, str]] = {
 }
 
 
+@builtin_format
 class ReaderV1Format(BaseFormat):
     name = "reader@1"
     text_levels_only = True
@@ -115,6 +116,7 @@ _COMPACT_V5_FIELDS = (
 )
 
 
+@builtin_format
 class CompactV5Format(CompactFormat):
     """The compact format of receipt versions 2 to 5: a namespace column, ISO-8601 times
     and no speaker."""
@@ -142,11 +144,13 @@ class CompactV5Format(CompactFormat):
         ])
 
 
+@builtin_format
 class CompactV1Format(CompactV5Format):
     name = "compact@1"
     labels_conflicts = False  # the "conflict" field held the counterparts' node ids
 
 
+@builtin_format
 class ReaderV5Format(ReaderFormat):
     """The reader format of receipt version 5: record lines open with "- ", section labels
     and the metadata line are bracketed, and the header names the "- " lines."""
@@ -171,6 +175,7 @@ class ReaderV5Format(ReaderFormat):
         return " ".join(["-", *record_parts(self, view, speaker_label_v5)])
 
 
+@builtin_format
 class ReaderV3Format(ReaderV5Format):
     """The reader format of receipt versions 3 and 4: a longer header, a JSON metadata line,
     and a time line under every day with a time."""
@@ -190,6 +195,7 @@ class ReaderV3Format(ReaderV5Format):
                                    excluded_count=excluded_count)
 
 
+@builtin_format
 class ReaderV2Format(ReaderV3Format):
     """The reader format of receipt version 2: ISO day lines, 'YYYY-MM-DD'."""
 

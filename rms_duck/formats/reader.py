@@ -40,7 +40,7 @@ from datetime import UTC
 from ..escape import json_text
 from ..records import CONDITION_STATES, Epistemic, Level, Lifecycle, Section
 from ..timefmt import reader_label
-from .base import BaseFormat, RecordView, memoized, register_memo
+from .base import BaseFormat, RecordView, builtin_format, memoized, register_memo
 from .cues import text_states_date, text_states_speaker
 from .metadata import reader_metadata_line
 
@@ -63,6 +63,7 @@ _DATE_MEMO_CHARS = 512
 _DATE_MEMO_LIMIT = 16_384
 
 
+@builtin_format
 class ReaderFormat(BaseFormat):
     name = "reader"
     text_levels_only = True
