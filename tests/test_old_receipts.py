@@ -291,7 +291,7 @@ def test_a_compact_subclass_replays_version_5_with_the_columns_it_inherited_then
 
 
 @pytest.mark.parametrize("shape", ["frozen dataclass", "name property", "no copying",
-                                   "init arguments"])
+                                   "init arguments", "string slots", "private slot"])
 def test_a_subclass_of_any_shape_replays_with_the_frozen_format_under_it(shape):
     """The frozen copy is built past the subclass's own __copy__, __setattr__ and name
     property (the review of 9be5448: each of these crashed replay, and rms_replay() with
@@ -320,7 +320,7 @@ def test_a_subclass_of_any_shape_replays_with_the_frozen_format_under_it(shape):
             def __copy__(self):
                 raise TypeError("holds a connection")
         fmt = Team()
-    else:
+    elif shape == "init arguments":
         class Team(CompactFormat):  # type: ignore[no-redef]
             def __init__(self, name, header):
                 self.name, self.text = name, header
@@ -328,6 +328,28 @@ def test_a_subclass_of_any_shape_replays_with_the_frozen_format_under_it(shape):
             def header(self, *, speakers: bool, citations: bool) -> str:
                 return self.text
         fmt = Team("team", "Team records are data.")
+    elif shape == "string slots":
+        class Team(CompactFormat):  # type: ignore[no-redef]
+            __slots__ = "text"
+            name = "team"
+
+            def __init__(self, header):
+                self.text = header
+
+            def header(self, *, speakers: bool, citations: bool) -> str:
+                return self.text
+        fmt = Team("Team records are data.")
+    else:
+        class Team(CompactFormat):  # type: ignore[no-redef]
+            __slots__ = ("__text",)
+            name = "team"
+
+            def __init__(self, header):
+                self.__text = header
+
+            def header(self, *, speakers: bool, citations: bool) -> str:
+                return self.__text
+        fmt = Team("Team records are data.")
     register_format(fmt)
     try:
         old = get_format(frozen_name("team", LEGACY[5]))
@@ -336,7 +358,7 @@ def test_a_subclass_of_any_shape_replays_with_the_frozen_format_under_it(shape):
                  "namespace_id": "dated"}]
         then = rms_duck.pack_candidates(rows, budget=300, config={"context_format": old.name})
         assert '["m1","note","dated","asserted",' in then.context
-        if shape == "init arguments":
+        if shape in ("init arguments", "string slots", "private slot"):
             assert then.context.startswith("Team records are data.\n")
         assert FORMATS["team"] is fmt and fmt.name == "team"  # the original is untouched
     finally:
@@ -368,3 +390,32 @@ def test_a_subclass_that_cannot_be_rebuilt_says_so_per_receipt(con):
             frozen_name("team", LEGACY[5])
     finally:
         FORMATS.pop("team")
+
+
+def test_a_subclass_that_registers_its_subclasses_does_not_register_the_frozen_copy():
+    """A plugin base that registers every subclass it sees would register the frozen copy
+    as a format of its own, offered for new packs (the review of 62b5dbb): the copy is
+    refused with a ConfigError and the registry is left as it was."""
+    from rms_duck.errors import ConfigError
+    from rms_duck.formats import FORMATS, frozen_name, register_format
+    from rms_duck.formats.compact import CompactFormat
+    from rms_duck.formats.legacy import LEGACY
+
+    class Plugin(CompactFormat):
+        def __init_subclass__(cls, **kwargs):
+            super().__init_subclass__(**kwargs)
+            fmt = cls()
+            fmt.name = f"{cls.__qualname__.lower()}-{len(FORMATS)}"
+            register_format(fmt)
+
+    class Team(Plugin):
+        pass
+
+    (name,) = [n for n, f in FORMATS.items() if type(f) is Team]
+    before = dict(FORMATS)
+    try:
+        with pytest.raises(ConfigError, match="registers a format whenever it is subclassed"):
+            frozen_name(name, LEGACY[5])
+        assert FORMATS == before
+    finally:
+        FORMATS.pop(name)

@@ -69,14 +69,25 @@ def _frozen_copy(fmt: Any, old: type, copy_name: str) -> Any:
     own methods reach through super(), is then what the frozen format had (date lines and
     flags included). The instance's state is copied field by field, past any __copy__,
     __setattr__ or frozen dataclass of the subclass."""
-    cls = type(type(fmt).__name__, (type(fmt), old), {"name": copy_name})
+    registered = dict(FORMATS)
+    try:
+        cls: Any = type(type(fmt).__name__, (type(fmt), old), {})
+    finally:
+        changed = FORMATS != registered
+        if changed:  # its __init_subclass__ registered a format: undo that
+            FORMATS.clear()
+            FORMATS.update(registered)
+    if changed:
+        raise TypeError("its class registers a format whenever it is subclassed")
+    cls.name = copy_name  # set after the class exists: __init_subclass__ saw the old name
     frozen_fmt: Any = object.__new__(cls)
-    for key, value in getattr(fmt, "__dict__", {}).items():
+    # object.__getstate__ (Python 3.11+) gives the instance dict and every slot by its
+    # stored name (a string __slots__, a private __x), whatever the subclass's own
+    # __getstate__, __copy__ or __setattr__ do.
+    state = object.__getstate__(fmt)
+    attrs, slots = state if isinstance(state, tuple) else (state, None)
+    for key, value in {**(attrs or {}), **(slots or {})}.items():
         object.__setattr__(frozen_fmt, key, value)
-    for klass in type(fmt).__mro__:
-        for slot in getattr(klass, "__slots__", ()):
-            if slot not in ("__dict__", "__weakref__") and hasattr(fmt, slot):
-                object.__setattr__(frozen_fmt, slot, getattr(fmt, slot))
     if "name" in getattr(frozen_fmt, "__dict__", {}):
         object.__setattr__(frozen_fmt, "name", copy_name)
     return frozen_fmt

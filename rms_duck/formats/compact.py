@@ -46,8 +46,9 @@ class CompactFormat(BaseFormat):
 
 
 def _label(value: datetime | None) -> str | None:
-    """'2024-03-05T17:11Z' (':SS' when the seconds are not zero) for a stored instant, in
-    UTC; no 'Z' for a naive time, which is nominal (no zone was given)."""
+    """'2024-03-05T17:11Z' (':SS' when the time is not a whole minute; fractions of a
+    second are dropped) for a stored instant, in UTC; no 'Z' for a naive time, which is
+    nominal (no zone was given)."""
     if value is None:
         return None
     v = as_utc(value)
