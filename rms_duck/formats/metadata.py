@@ -57,20 +57,21 @@ def reader_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[o
     JSON line took 20): '# metadata 923/1024 tokens, 416 excluded, conflicts c1 c2'. The
     counts are RFC section 6's tokens_used, context_budget and excluded_count; the conflict
     pair labels appear only when there are any."""
-    line = f"# metadata {tokens_used}/{budget} tokens, {excluded_count} excluded"
-    if conflicts:
-        line += ", conflicts " + " ".join(str(label) for label in conflicts)
-    return line
+    return (f"# metadata {tokens_used}/{budget} tokens, {excluded_count} excluded"
+            + _conflict_labels(conflicts))
 
 
 def reader_v5_metadata_line(*, tokens_used: int, budget: int, conflicts: Sequence[object],
                             excluded_count: int) -> str:
     """The reader's line of receipt version 5: '[metadata] 923/1024 tokens used, 416
     excluded, conflicts c1 c2'."""
-    line = f"[metadata] {tokens_used}/{budget} tokens used, {excluded_count} excluded"
-    if conflicts:
-        line += ", conflicts " + " ".join(str(label) for label in conflicts)
-    return line
+    return (f"[metadata] {tokens_used}/{budget} tokens used, {excluded_count} excluded"
+            + _conflict_labels(conflicts))
+
+
+def _conflict_labels(conflicts: Sequence[object]) -> str:
+    """', conflicts c1 c2' when there are conflict pair labels, else nothing."""
+    return ", conflicts " + " ".join(map(str, conflicts)) if conflicts else ""
 
 
 def solve_tokens_used(rest: int, meta_cost: Callable[[int], int]) -> int | None:
