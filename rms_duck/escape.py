@@ -28,6 +28,10 @@ def harden(encoded: str) -> str:
 
 def json_text(text: str) -> str:
     """A JSON string literal for text, safe to place on one line of a context."""
+    if type(text) is str:
+        # What json.dumps(text, ensure_ascii=False) returns, without building an encoder
+        # per call: it runs once per rendered record line.
+        return harden(_encode_string(text))
     return harden(json.dumps(text, ensure_ascii=False))
 
 

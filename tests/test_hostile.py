@@ -9,6 +9,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rms_duck
 from rms_duck.escape import json_text
@@ -219,3 +221,17 @@ def test_five_mb_record_is_packed_whole_when_the_budget_allows(enc, five_mb):
     assert bundle.included_ids == ["big"]
     assert json_text(five_mb) in bundle.render()
     assert_exact(enc, bundle)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, blacklist_categories=())))
+def test_json_text_is_json_dumps_hardened(text):
+    """json_text writes each record's text without json.dumps; the bytes must not move."""
+    from rms_duck.escape import harden
+
+    assert json_text(text) == harden(json.dumps(text, ensure_ascii=False))
+    assert json_text(_Str(text)) == harden(json.dumps(_Str(text), ensure_ascii=False))
+
+
+class _Str(str):
+    """A str subclass, as a caller's own string type may be."""

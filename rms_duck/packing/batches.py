@@ -29,6 +29,7 @@ from ..tokens.costfile import LineCosts
 from ..tokens.counter import LineCounter
 from .arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN, bundle_arrow_type, bundle_row, inputs_field
 from .forecast import frame_lines, likely_lines
+from .gcpause import gc_paused
 from .pipeline import _check_budget, pack_candidates
 
 if TYPE_CHECKING:
@@ -158,22 +159,30 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
             except RmsError as exc:
                 raise in_group(exc, rows) from exc.__cause__
         ready = _prepare(jobs, counters, line_costs, processes)
-        out = []
-        for i, (rows, budget, config) in enumerate(jobs):
-            # A row not ready gets no counter: pack_candidates then reports its error.
-            counter = _counter(counters, config.encoding) if i < ready else None
-            try:
-                bundle = pack_in_turn(rows, budget=budget, config=config, counter=counter)
-            except RmsError as exc:
-                raise in_group(exc, rows) from exc.__cause__
-            row = bundle_row(bundle)
-            if inputs:
-                row["inputs"] = inputs_json(rows)  # validated by _prepare, or pack raised
-            out.append(row)
+        with gc_paused():  # once a slice: re-enabling it after every small pack cost 10%
+            out = _pack_slice(jobs, ready, counters, inputs)
         chunks.append(pa.array(out, type=out_type))
     if not chunks:
         return pa.array([], type=out_type)
     return pa.concat_arrays(chunks)
+
+
+def _pack_slice(jobs: list[list[Any]], ready: int, counters: dict[str, LineCounter],
+                inputs: bool) -> list[dict[str, Any]]:
+    """The bundle rows of one slice's jobs, packed in row order."""
+    out = []
+    for i, (rows, budget, config) in enumerate(jobs):
+        # A row not ready gets no counter: pack_candidates then reports its error.
+        counter = _counter(counters, config.encoding) if i < ready else None
+        try:
+            bundle = pack_in_turn(rows, budget=budget, config=config, counter=counter)
+        except RmsError as exc:
+            raise in_group(exc, rows) from exc.__cause__
+        row = bundle_row(bundle)
+        if inputs:
+            row["inputs"] = inputs_json(rows)  # validated by _prepare, or pack raised
+        out.append(row)
+    return out
 
 
 def pack_in_turn(rows: Sequence[Any], *, budget: Any, config: PackingConfig,
