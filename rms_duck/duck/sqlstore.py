@@ -25,6 +25,7 @@ from ..candidates import to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ReceiptError, RmsError
 from ..packing.batches import candidate_rows, in_group, pack_in_turn
+from ..packing.gcpause import gc_paused
 from .cursors import cursor
 from .storage import BATCH_ROWS, Pending, append_pending, pending_bundle
 
@@ -37,7 +38,8 @@ def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
     def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
                       configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
                       sessions: pa.ChunkedArray) -> pa.Array:
-        pending = _packed(candidates, budgets, configs, namespaces, sessions)
+        with gc_paused():  # once a call, as pack_context's slices do: not once a bundle
+            pending = _packed(candidates, budgets, configs, namespaces, sessions)
         out: list[str] = []
         cur = cursor(con)
         try:
