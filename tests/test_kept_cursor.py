@@ -3,9 +3,11 @@ kept (duck/cursors.py, macro_cursor): creating its TEMP macros cost as much as a
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import threading
+import weakref
 
 import duckdb
 import pytest
@@ -153,3 +155,23 @@ def test_a_timer_that_fires_late_cannot_stop_the_next_query(ranked, monkeypatch)
             "UNION ALL SELECT 'a', 0.5::DOUBLE, 'x'")
     next_query.set()
     assert rms_duck.pack(ranked, slow, budget=600, store=False).included
+
+
+def test_a_connection_let_go_of_is_freed_with_its_database(tmp_path):
+    """rms_store's UDF held its connection, and the connection holds the UDF: a cycle through
+    DuckDB that Python cannot collect, so every connect() stayed alive, database and file
+    lock included, for the life of the process."""
+    path = str(tmp_path / "m.duckdb")
+    con = rms_duck.connect(path)
+    _store(con)
+    stored = con.execute("SELECT rms_store([{'id': 'a', 'score': 0.5, 'content': 'hello'}], "
+                         "300)").fetchall()
+    assert stored[0][0]
+    alive = weakref.ref(con)
+    del con
+    gc.collect()
+    assert alive() is None
+    # The file is free again: this process may open it with another configuration.
+    reader = duckdb.connect(path, read_only=True)
+    assert reader.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(1,)]
+    reader.close()

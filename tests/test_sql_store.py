@@ -220,3 +220,22 @@ def test_a_lagging_chain_head_is_recovered_by_a_store_of_many_bundles(con):
     assert con.execute("SELECT seq FROM rms_chain_heads WHERE chain_namespace = 'ns'"
                        ).fetchall() == [(8,)]
     assert rms_duck.verify_receipts(con) == []
+
+
+def test_the_store_udf_outliving_its_connection_says_so():
+    """The UDF holds its connection weakly (a strong hold kept every connection alive); one
+    called after the connection is gone names the fix instead of failing obscurely."""
+    import gc
+
+    import pyarrow as pa
+
+    from rms_duck.duck.sqlstore import store_udf
+    from rms_duck.errors import ReceiptError
+
+    con = rms_duck.connect()
+    udf = store_udf(con)
+    del con
+    gc.collect()
+    empty = pa.chunked_array([], pa.string())
+    with pytest.raises(ReceiptError, match=r"register\(con\)"):
+        udf(empty, empty, empty, empty, empty)

@@ -15,6 +15,7 @@ stored stay, each with a valid receipt (the chain is append-only).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +36,18 @@ STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR"
 def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
     """The Arrow UDF behind rms_store(), bound to the connection it stores through."""
 
+    # A weak reference: the connection holds this function, so a strong one would keep the
+    # connection (and its database) alive after the caller let go of it.
+    connection = weakref.ref(con)
+
     def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
                       configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
                       sessions: pa.ChunkedArray) -> pa.Array:
+        con = connection()
+        if con is None:  # only a call from another connection's copy could get here
+            raise ReceiptError("rms_store has no connection to store through: the one it "
+                               "was registered on is closed; call rms_duck.register(con) on "
+                               "the connection you store through")
         with gc_paused():  # once a call, as pack_context's slices do: not once a bundle
             pending = _packed(candidates, budgets, configs, namespaces, sessions)
         out: list[str] = []
