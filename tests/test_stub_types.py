@@ -1,0 +1,58 @@
+"""The persistent stand-ins a plain DuckDB client finds (sql/python_stubs.sql) must raise
+their "call rms_duck.register(con)" error whatever expression they sit in. DuckDB folds an
+expression over an untyped error() to NULL without raising it, so until the stubs were typed,
+`pack_context(...).context` or `rms_token_count(t) + 1` quietly returned NULL."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pytest
+
+import rms_duck
+
+LIST = "[{'id': 'a', 'score': 0.5, 'content': 'Maya moved to Lisbon.'}]"
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """A database rms_duck created, opened by a client that never registered rms_duck."""
+    path = str(tmp_path_factory.mktemp("stubs") / "m.duckdb")
+    rms_duck.connect(path).close()
+    con = duckdb.connect(path)
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize(("sql", "fn"), [
+    (f"SELECT pack_context({LIST}, 300).context", "pack_context"),
+    (f"SELECT length(pack_context({LIST}, 300, '{{}}').context)", "pack_context"),
+    (f"SELECT pack_context({LIST}, 300).tokens_used + 1", "pack_context"),
+    ("SELECT rms_token_count('hello') + 1", "rms_token_count"),
+    ("SELECT sum(rms_token_count('x' || i)) FROM range(3) t(i)", "rms_token_count"),
+    ("SELECT rms_token_estimate('hello', 4.2) * 2", "rms_token_estimate"),
+    (f"SELECT length(rms_store({LIST}, 300))", "rms_store"),
+    ("SELECT count(*) FROM rms_replay()", "rms_replay"),
+    ("SELECT 1 FROM rms_replay(rid := 'r')", "rms_replay"),
+])
+def test_a_stub_raises_inside_any_expression(plain, sql, fn):
+    with pytest.raises(duckdb.Error, match=re.escape(f"{fn}() runs Python: call "
+                                                     "rms_duck.register(con)")):
+        plain.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize("call", [f"pack_context({LIST}, 300)", "rms_token_count('hello')",
+                                  "rms_token_estimate('hello')", f"rms_store({LIST}, 300)"])
+def test_each_stub_has_the_type_of_the_macro_it_stands_in_for(plain, call):
+    """Bound, not run: DESCRIBE shows the type a query would return."""
+    con = rms_duck.connect()
+    real = con.execute(f"DESCRIBE SELECT {call} AS v").fetchall()[0][1]
+    con.close()
+    assert plain.execute(f"DESCRIBE SELECT {call} AS v").fetchall()[0][1] == real
+
+
+def test_a_registered_connection_still_packs_through_the_real_macros(plain):
+    con = rms_duck.connect()
+    assert con.execute(f"SELECT pack_context({LIST}, 300).tokens_used").fetchall()[0][0] > 0
+    con.close()
