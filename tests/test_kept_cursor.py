@@ -167,6 +167,8 @@ def test_a_connection_let_go_of_is_freed_with_its_database(tmp_path):
     stored = con.execute("SELECT rms_store([{'id': 'a', 'score': 0.5, 'content': 'hello'}], "
                          "300)").fetchall()
     assert stored[0][0]
+    assert rms_duck.pack(con, RANK, budget=600, params=["Lisbon"], store=False).included
+    assert con in cursors._KEPT  # the kept ranking cursor goes with its connection too
     alive = weakref.ref(con)
     del con
     gc.collect()
