@@ -72,6 +72,21 @@ def test_stored_receipt_is_canonical_json_with_exactly_the_documented_fields(con
     assert (chain, seq, prev) == ("ns", 1, None)
 
 
+def test_a_stored_bundle_carries_the_receipt_body_its_store_sealed(con):
+    """The body of the stored receipt is the bundle's own receipt plus the chain fields,
+    and the bundle returned keeps what storing derived (it is not derived a second time)."""
+    stored = rms_duck.pack(con, note(1), budget=300, namespace="ns")
+    unstored = rms_duck.pack(con, note(1), budget=300, namespace="ns", store=False)
+    assert stored.receipt_id and unstored.receipt_id is None
+    assert "fragments" in stored._derived  # derived once, while storing
+    assert stored.receipt == unstored.receipt
+    [(_, _, _, _, _, _, text, _, _, _)] = receipts(con)
+    chain = {"receipt_id", "bundle_id", "created_at", "chain_namespace", "seq", "prev_sha256",
+             "inputs_sha256", "query", "session_id"}
+    sealed = {k: v for k, v in json.loads(text).items() if k not in chain}
+    assert sealed == json.loads(stored.receipt)
+
+
 def test_receipt_times_are_utc_whatever_the_session_time_zone(con):
     con.execute("SET TimeZone = 'Asia/Tokyo'")
     store(con, 1)
