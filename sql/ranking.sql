@@ -284,7 +284,9 @@ COMMENT ON MACRO TABLE rms_vector_similarity IS 'rms_vector_similarity(query_emb
 
 -- rms_ranking_args: true, or an error naming k or ngram_min when it is out of range
 CREATE OR REPLACE MACRO rms_ranking_args(k, ngram_min) AS
-    CASE WHEN TRY_CAST(k AS DOUBLE) IS NULL OR NOT isfinite(TRY_CAST(k AS DOUBLE))
+    -- typeof: a BOOLEAN casts to 1 or 0, and true is not a number of candidates.
+    CASE WHEN typeof(k) = 'BOOLEAN'
+              OR TRY_CAST(k AS DOUBLE) IS NULL OR NOT isfinite(TRY_CAST(k AS DOUBLE))
               OR TRY_CAST(k AS DOUBLE) < 0
               OR TRY_CAST(k AS DOUBLE) <> floor(TRY_CAST(k AS DOUBLE))
               OR TRY_CAST(k AS DOUBLE) > 4611686018427387904

@@ -76,6 +76,7 @@ def test_a_bad_ranking_argument_is_an_error_naming_it(ranked, args, expected):
 @pytest.mark.parametrize("args, expected", [
     ("k := 9223372036854775807", "k must be a whole number >= 0, got 9223372036854775807"),
     ("k := 'abc'", "k must be a whole number >= 0, got abc"),
+    ("k := true", "k must be a whole number >= 0, got true"),  # was taken as k := 1
     ("weights := {'lexical': true}", "ranking weights: field lexical must be a number, got true"),
     ("weights := [1, 2]", "ranking weights must be a STRUCT or JSON object"),
     ("cues := 5", "ranking cues must be a STRUCT or JSON object such as {'speaker': 0}, got 5"),
