@@ -155,3 +155,18 @@ def check_pack(monkeypatch, rows, budget, citations, encoding) -> None:
     expected = sum(len(t) for t in times.values() if len(t) > 1)
     assert shown == expected, bundle.context
     assert checked or not bundle.included
+
+
+def test_a_naive_time_is_read_as_utc_by_the_reader_and_kept_apart_by_compact():
+    """docs/formats.md: a naive time prints its digits as they are, which is the UTC the
+    reader's header names; compact, which prints instants, leaves the Z off."""
+    def pack(when, fmt):
+        row = {"id": "n1", "score": 0.9, "content": "Moved to Lisbon.", "event_time": when}
+        return rms_duck.pack_candidates([row], budget=300,
+                                        config={"context_format": fmt}).context
+
+    naive, aware = datetime(2024, 3, 5, 17, 11), datetime(2024, 3, 5, 17, 11, tzinfo=UTC)
+    assert pack(naive, "reader") == pack(aware, "reader")
+    assert "dates are UTC" in pack(naive, "reader") and "\n5 Mar\n" in pack(naive, "reader")
+    assert '"2024-03-05T17:11"' in pack(naive, "compact")
+    assert '"2024-03-05T17:11Z"' in pack(aware, "compact")
