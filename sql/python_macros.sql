@@ -108,13 +108,15 @@ CREATE OR REPLACE TEMP MACRO rms_replay(rid := NULL) AS TABLE
 COMMENT ON MACRO TABLE rms_replay IS 'rms_replay(rid := NULL): per receipt (all when NULL): recorded vs replayed context_sha256, identical (receipt digest and stored context), same_decisions, encoding_changed, differing_fields, inputs_intact, changed_nodes, error, reproduced (all agree)';
 
 -- rms_store: pack and store in one call, from SQL: the bundle row and its sealed receipt are
--- committed in their own transaction (as rms_duck.pack does); returns the receipt_id
+-- committed in their own transaction (as rms_duck.pack does); returns the receipt_id.
+-- getvariable('rms_store_connection') is replaced by the number of the connection (or cursor)
+-- these macros are created on (duck/macros.py): the UDF stores through that one.
 CREATE OR REPLACE TEMP MACRO rms_store(candidates, budget, config := NULL, namespace := NULL,
                                        session_id := NULL) AS
     rms_store_udf(rms_candidates_arg(candidates, 'rms_store'),
                   rms_budget_arg(budget, 'rms_store'),
                   CAST(to_json(config) AS VARCHAR), CAST(namespace AS VARCHAR),
-                  CAST(session_id AS VARCHAR));
+                  CAST(session_id AS VARCHAR), getvariable('rms_store_connection'));
 COMMENT ON MACRO rms_store IS 'rms_store(candidates, budget, config := NULL, namespace := NULL, session_id := NULL): pack, store the bundle with a chained receipt, return its receipt_id';
 
 -- rms_stem: the exact Snowball stem (PyStemmer) in the index language; shadows the

@@ -222,20 +222,48 @@ def test_a_lagging_chain_head_is_recovered_by_a_store_of_many_bundles(con):
     assert rms_duck.verify_receipts(con) == []
 
 
-def test_the_store_udf_outliving_its_connection_says_so():
-    """The UDF holds its connection weakly (a strong hold kept every connection alive); one
-    called after the connection is gone names the fix instead of failing obscurely."""
-    import gc
+_BARE = ("rms_candidates_arg([{'id': 'a', 'score': 0.5, 'content': 'x'}], 'rms_store'), 300, "
+         "NULL::VARCHAR, NULL::VARCHAR, NULL::VARCHAR")
 
-    import pyarrow as pa
 
-    from rms_duck.duck.sqlstore import store_udf
-    from rms_duck.errors import ReceiptError
+def test_the_store_udf_called_without_its_macro_says_so(con):
+    """rms_store_udf stores through the connection its rms_store macro names; called bare,
+    it has none and says what to call instead."""
+    with pytest.raises(duckdb.Error, match=r"rms_store has no connection to store through"):
+        con.execute(f"SELECT rms_store_udf({_BARE}, NULL)").fetchall()
+    with pytest.raises(duckdb.Error, match=r"rms_store has no connection to store through"):
+        con.execute(f"SELECT rms_store_udf({_BARE}, 0)").fetchall()
 
-    con = rms_duck.connect()
-    udf = store_udf(con)
-    del con
-    gc.collect()
-    empty = pa.chunked_array([], pa.string())
-    with pytest.raises(ReceiptError, match=r"register\(con\)"):
-        udf(empty, empty, empty, empty, empty)
+
+# DuckDB keeps a Python UDF in the database's system catalog, but its callable only as long as
+# the Python connection that registered it: a UDF bound to that connection (a closure) was
+# freed with it, and the next rms_store on another connection of the database crashed the
+# process (a segmentation fault). Each case runs in a process of its own for that reason.
+_OUTLIVED = """
+import gc, sys, duckdb, rms_duck
+path, case = sys.argv[1], sys.argv[2]
+first = rms_duck.connect(path)
+if case == "second connect":
+    other = rms_duck.connect(path)
+elif case == "cursor":
+    other = rms_duck.register(first.cursor())
+else:
+    other = rms_duck.register(duckdb.connect(path))
+del first
+gc.collect()
+print(other.execute("SELECT rms_store([{'id': 'a', 'score': 0.5, 'content': 'x'}], 300)"
+                    ).fetchall()[0][0])
+print(rms_duck.verify_receipts(other))
+"""
+
+
+@pytest.mark.parametrize("case", ["second connect", "cursor", "plain duckdb connection"])
+def test_rms_store_works_after_the_connection_that_registered_it_is_gone(tmp_path, case):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _OUTLIVED, str(tmp_path / "m.duckdb"), case],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    receipt_id, problems = done.stdout.splitlines()
+    assert len(receipt_id) == 36 and problems == "[]"

@@ -13,7 +13,7 @@ from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
 from .shipped import fingerprints, object_problems, restore_objects, upgrade_views
 from .sqlfiles import read_sql
-from .sqlstore import STORE_PARAMETERS, store_udf
+from .sqlstore import STORE_PARAMETERS, rms_store_udf
 from .udfs import UDFS
 
 __all__ = ["connect", "cursor", "register"]
@@ -102,7 +102,7 @@ def _register(con: duckdb.DuckDBPyConnection, *, replace: bool,
         if "rms_store_udf" in present:
             con.remove_function("rms_store_udf")
         # It writes (a bundle and a receipt per row), so DuckDB must never fold or skip it.
-        con.create_function("rms_store_udf", store_udf(con),  # type: ignore[call-overload]
+        con.create_function("rms_store_udf", rms_store_udf,  # type: ignore[call-overload]
                             list(STORE_PARAMETERS), "VARCHAR", type="arrow",
                             null_handling="special", side_effects=True)
     install_macros(con)

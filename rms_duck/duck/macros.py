@@ -56,9 +56,17 @@ def install_persistent_macros(con: duckdb.DuckDBPyConnection) -> None:
 def install_temp_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Create the TEMP macros on `con` (a connection or cursor): copies of the shipped
     pure-SQL macros, which shadow whatever the file stores, and the Python-backed ones."""
+    from .sqlstore import STORE_CONNECTION, connection_number  # sqlstore imports cursors
+
     for name in _PURE_FILES:
         con.execute(temp_sql(name))
-    con.execute(read_sql("python_macros.sql"))
+    # rms_store's UDF stores through the connection its macro was created on, named by a
+    # number: the UDF is shared by every connection of the database (DuckDB keeps Python UDFs
+    # in its system catalog), so it cannot hold one of them.
+    sql = read_sql("python_macros.sql")
+    if STORE_CONNECTION not in sql:
+        raise RuntimeError(f"sql/python_macros.sql no longer passes {STORE_CONNECTION}")
+    con.execute(sql.replace(STORE_CONNECTION, str(connection_number(con))))
     return con
 
 

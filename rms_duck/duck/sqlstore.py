@@ -7,16 +7,17 @@ as rms_duck.pack() does, returning the receipt_id. Each call of the UDF (DuckDB 
 any, so a bad budget, config or candidate stores nothing of that call. It then appends them
 in group order, up to BATCH_ROWS bundles per transaction, with one Arrow insert per table
 (storage.append_pending, as store_batches() does): a transaction per bundle cost about
-10 ms each, 26 times the pack itself. The UDF holds its connection and stores through a
-cursor of its own, so the bundles commit independently of the statement that called it: if
+10 ms each, 26 times the pack itself. The UDF stores through a cursor of the connection
+that called it, so the bundles commit independently of the statement that called it: if
 that statement fails later (in a later call, or for another reason), the bundles already
 stored stay, each with a valid receipt (the chain is append-only).
 """
 
 from __future__ import annotations
 
+import itertools
+import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -30,45 +31,60 @@ from ..packing.gcpause import gc_paused
 from .cursors import cursor
 from .storage import BATCH_ROWS, Pending, append_pending, pending_bundle
 
-STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR")
+STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BIGINT")
+# The text in sql/python_macros.sql that install_temp_macros replaces with connection_number().
+STORE_CONNECTION = "getvariable('rms_store_connection')"
+
+# DuckDB keeps a Python UDF in its system catalog, shared by every connection and cursor of
+# the database, but the callable lives only as long as the Python connection that registered
+# it. So the UDF is this module's function (it lives as long as the process), and it stores
+# through the connection named by its last argument: the connection or cursor whose TEMP
+# rms_store macro called it, which is running the query. Held weakly: the UDF never keeps a
+# connection, its database or its file lock alive.
+_CONNECTIONS: weakref.WeakValueDictionary[int, duckdb.DuckDBPyConnection] = \
+    weakref.WeakValueDictionary()
+_NUMBERS = itertools.count(1)
+_NUMBERS_GUARD = threading.Lock()
 
 
-def store_udf(con: duckdb.DuckDBPyConnection) -> Callable[..., pa.Array]:
-    """The Arrow UDF behind rms_store(), bound to the connection it stores through."""
+def connection_number(con: duckdb.DuckDBPyConnection) -> int:
+    """A number naming `con` to rms_store's UDF (a new one each time TEMP macros are made)."""
+    with _NUMBERS_GUARD:
+        number = next(_NUMBERS)
+        _CONNECTIONS[number] = con
+    return number
 
-    # A weak reference: the connection holds this function, so a strong one would keep the
-    # connection (and its database) alive after the caller let go of it.
-    connection = weakref.ref(con)
 
-    def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
-                      configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
-                      sessions: pa.ChunkedArray) -> pa.Array:
-        con = connection()
-        if con is None:  # only a call from another connection's copy could get here
-            raise ReceiptError("rms_store has no connection to store through: the one it "
-                               "was registered on is closed; call rms_duck.register(con) on "
-                               "the connection you store through")
-        with gc_paused():  # once a call, as pack_context's slices do: not once a bundle
-            pending = _packed(candidates, budgets, configs, namespaces, sessions)
-        out: list[str] = []
-        cur = cursor(con)
-        try:
-            for start in range(0, len(pending), BATCH_ROWS):
-                try:
-                    stored = append_pending(cur, pending[start:start + BATCH_ROWS])
-                except duckdb.Error as exc:
-                    fix = ("open the database writable, or use pack_context() to pack without "
-                           "storing" if "read-only" in str(exc) else
-                           "run rms_duck.verify_receipts(con) on this database, then the "
-                           "statement again")
-                    raise ReceiptError(f"rms_store could not store the bundles: "
-                                       f"{str(exc).splitlines()[0]}; {fix}") from None
-                out.extend(row.receipt_id for row in stored)
-        finally:
-            cur.close()
-        return pa.array(out, type=pa.string())
-
-    return rms_store_udf
+def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
+                  configs: pa.ChunkedArray, namespaces: pa.ChunkedArray,
+                  sessions: pa.ChunkedArray, connections: pa.ChunkedArray) -> pa.Array:
+    """The Arrow UDF behind rms_store(): packs the call's groups, then stores them through a
+    cursor of the connection that called it."""
+    numbers = [n for n in connections.unique().to_pylist() if n is not None]
+    con = _CONNECTIONS.get(numbers[0]) if len(numbers) == 1 else None
+    if con is None:  # rms_store_udf called without the rms_store macro
+        raise ReceiptError("rms_store has no connection to store through; call rms_store() "
+                           "on a connection prepared by rms_duck.connect() or "
+                           "rms_duck.register(con), not rms_store_udf() directly")
+    with gc_paused():  # once a call, as pack_context's slices do: not once a bundle
+        pending = _packed(candidates, budgets, configs, namespaces, sessions)
+    out: list[str] = []
+    cur = cursor(con)
+    try:
+        for start in range(0, len(pending), BATCH_ROWS):
+            try:
+                stored = append_pending(cur, pending[start:start + BATCH_ROWS])
+            except duckdb.Error as exc:
+                fix = ("open the database writable, or use pack_context() to pack without "
+                       "storing" if "read-only" in str(exc) else
+                       "run rms_duck.verify_receipts(con) on this database, then the "
+                       "statement again")
+                raise ReceiptError(f"rms_store could not store the bundles: "
+                                   f"{str(exc).splitlines()[0]}; {fix}") from None
+            out.extend(row.receipt_id for row in stored)
+    finally:
+        cur.close()
+    return pa.array(out, type=pa.string())
 
 
 def _packed(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray, configs: pa.ChunkedArray,
