@@ -52,7 +52,10 @@ def test_each_stub_has_the_type_of_the_macro_it_stands_in_for(plain, call):
     assert plain.execute(f"DESCRIBE SELECT {call} AS v").fetchall()[0][1] == real
 
 
-def test_a_registered_connection_still_packs_through_the_real_macros(plain):
-    con = rms_duck.connect()
-    assert con.execute(f"SELECT pack_context({LIST}, 300).tokens_used").fetchall()[0][0] > 0
-    con.close()
+def test_a_registered_connection_to_the_same_file_packs_through_the_real_macros(plain):
+    """The stubs stay in the file; register() shadows them on the connection it prepares."""
+    registered = rms_duck.register(plain.cursor())
+    assert registered.execute(f"SELECT pack_context({LIST}, 300).tokens_used").fetchall()[0][0] > 0
+    with pytest.raises(duckdb.Error, match=re.escape("pack_context() runs Python")):
+        plain.execute(f"SELECT pack_context({LIST}, 300).tokens_used").fetchall()
+    registered.close()
