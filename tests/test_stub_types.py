@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 import rms_duck
+from rms_duck.errors import RmsWarning
 
 LIST = "[{'id': 'a', 'score': 0.5, 'content': 'Maya moved to Lisbon.'}]"
 
@@ -59,3 +60,21 @@ def test_a_registered_connection_to_the_same_file_packs_through_the_real_macros(
     with pytest.raises(duckdb.Error, match=re.escape("pack_context() runs Python")):
         plain.execute(f"SELECT pack_context({LIST}, 300).tokens_used").fetchall()
     registered.close()
+
+
+def test_a_replaced_pack_context_stand_in_is_reported_and_restored(tmp_path):
+    """Verification compared only rms_* objects, so a file whose pack_context stand-in was
+    replaced (plain clients then read whatever it returns) verified clean (review of the
+    typed stubs)."""
+    path = str(tmp_path / "m.duckdb")
+    con = rms_duck.connect(path)
+    con.execute("CREATE OR REPLACE MACRO pack_context(candidates, budget) AS NULL")
+    problems = [(p.problem, p.detail) for p in rms_duck.verify_receipts(con)]
+    assert [code for code, _ in problems] == ["STORED_OBJECT_CHANGED"]
+    assert "macro pack_context" in problems[0][1]
+    con.close()
+    with pytest.warns(RmsWarning, match="restored the shipped definitions of "
+                                                 "pack_context"):
+        con = rms_duck.connect(path)
+    assert rms_duck.verify_receipts(con) == []
+    con.close()

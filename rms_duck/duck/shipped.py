@@ -4,8 +4,9 @@ Audits must not trust SQL stored in the database they audit: a writer can replac
 (`CREATE OR REPLACE VIEW rms_receipt_problems AS ... WHERE false`) or shadow a built-in
 function with a macro (`CREATE MACRO sha256(x) AS ...`, which DuckDB resolves before the
 built-in). So verification runs the view text from the package's schema.sql as an inline
-query, and every stored rms_* view, macro, type and table is compared with what the same
-files create in a fresh in-memory database; each difference is reported as a problem.
+query, and every stored rms_* view, macro, type and table (and the pack_context stand-in)
+is compared with what the same files create in a fresh in-memory database; each difference
+is reported as a problem.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def restore_statement(name: str) -> str:
 
 
 def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
-    """name -> (kind, definition) for the rms_* objects stored in the current database.
+    """name -> (kind, definition) for the rms_* objects stored in the current database, and
+    the shipped ones named otherwise (pack_context).
 
     Names are matched without regard to case, as DuckDB resolves them: RMS_RECEIPT_PROBLEMS
     is the view a query of rms_receipt_problems reads."""
@@ -93,7 +95,8 @@ def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
             f"SELECT function_name, function_type, macro_definition, parameters "
             f"FROM duckdb_functions() WHERE {db} AND NOT internal "
             "AND function_type IN ('macro', 'table_macro') "
-            "AND lower(function_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
+            "AND (lower(function_name) LIKE 'rms\\_%' ESCAPE '\\' "
+            "OR list_contains(?, lower(function_name)))", [_unprefixed_names()]).fetchall():
         macros.setdefault(name.lower(), []).append(f"{kind}({', '.join(params)}): {definition}")
     out.update({name: ("MACRO", "\n".join(sorted(d))) for name, d in macros.items()})
     tables: dict[str, list[str]] = {}
@@ -125,6 +128,13 @@ def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
         row = con.execute(f"SELECT typeof(CAST(NULL AS {sql_identifier(name)}))").fetchone()
         out[name.lower()] = ("TYPE", row[0] if row else "")
     return out
+
+
+@cache
+def _unprefixed_names() -> list[str]:
+    """Shipped objects named without rms_ (the pack_context stand-in): checked all the same,
+    or a file could replace the stand-in plain clients call and verification say nothing."""
+    return sorted(name for name in shipped_statements() if not name.startswith("rms_"))
 
 
 @cache
