@@ -179,24 +179,30 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
     least = _suffix_minima(floors)
     misses: list[Candidate] = []
     settled: list[Candidate] = []
-    for i, c in enumerate(sequence):
+    i, n = 0, len(sequence)
+    while i < n:
         remaining = sel.remaining()
         if remaining < least[i]:
             # Early exit: no candidate from here on can fit, so none is tried one by one.
             misses.extend(sequence[i:])
             break
-        if floors[i] > remaining and _SKIP_SURE_MISSES:
-            # This one cannot fit at any level: decide it as trying it would (the early
-            # exit's rule), without building its levels. A run of such misses changes
-            # nothing, so the run is decided together before the next real attempt; one
-            # whose decision reads nothing a later attempt changes waits for the end (a
-            # budget with a few tokens left tries many short records in between).
-            (settled if remaining > 0 and sel.settled_miss(c) else misses).append(c)
-            continue
+        if _SKIP_SURE_MISSES:
+            # A run of candidates that cannot fit at any level: decide them as trying each
+            # would (the early exit's rule), without building their levels. The run changes
+            # nothing, so the budget stays put while it is found; it is decided together
+            # before the next real attempt, except those whose decision reads nothing a
+            # later attempt changes, which wait for the end (a budget with a few tokens left
+            # tries many short records in between).
+            end = _next_possible_fit(floors, i, remaining)
+            if end > i:
+                sel.sort_sure_misses(sequence[i:end], remaining, settled, misses)
+                i = end
+                continue
         if misses:
             sel.exhaust(misses)
             misses = []
-        _attempt(sel, c)
+        _attempt(sel, sequence[i])
+        i += 1
     if settled:
         sel.exhaust(settled, remaining=1)  # each was passed over with room left
     if misses:
@@ -206,6 +212,15 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
 
 # tests/test_fast_paths.py turns this off to check the skip changes no byte.
 _SKIP_SURE_MISSES = True
+
+
+def _next_possible_fit(floors: list[int], start: int, remaining: int) -> int:
+    """The first index from `start` on whose floor fits in `remaining` (len(floors) if none):
+    a tight scan, as most of a large pool is passed over once the budget is nearly full."""
+    end, n = start, len(floors)
+    while end < n and floors[end] > remaining:
+        end += 1
+    return end
 
 
 def _suffix_minima(values: list[int]) -> list[int]:

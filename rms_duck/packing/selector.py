@@ -190,12 +190,25 @@ class Selector:
             return [lower_bound(c.content) for c in sequence]
         return [lower_bound(c.content) if c.prose is None else least_cost(c) for c in sequence]
 
-    def settled_miss(self, c: Candidate) -> bool:
-        """True when exhaust() decides `c` the same whenever it runs while the budget has
-        room left: its decision reads no packed record (no fold source, no conflict pair a
-        later pack could place it by) and no remaining-budget share (highest_fit over text)."""
-        return (self._exhaust_ladder and not (self.folding and c.evidence_ids)
-                and c.id not in self.conflicts)
+    def sort_sure_misses(self, run: Sequence[Candidate], remaining: int,
+                         settled: list[Candidate], misses: list[Candidate]) -> None:
+        """Append each candidate of `run` (none can fit in `remaining`) to `settled` when
+        exhaust() decides it the same whenever it runs while the budget has room left, else
+        to `misses`. Settled means its decision reads no packed record (no fold source, no
+        conflict pair a later pack could place it by) and no remaining-budget share
+        (highest_fit over text)."""
+        if remaining <= 0 or not self._exhaust_ladder:
+            misses.extend(run)
+            return
+        conflicts = self.conflicts
+        if self.folding:
+            for c in run:
+                (misses if c.evidence_ids or c.id in conflicts else settled).append(c)
+        elif conflicts:
+            for c in run:
+                (misses if c.id in conflicts else settled).append(c)
+        else:
+            settled.extend(run)
 
     def exhaust(self, rest: Sequence[Candidate], *, remaining: int | None = None) -> None:
         """Decide every candidate of `rest` at once, as trying each in turn would: nothing
