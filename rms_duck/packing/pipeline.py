@@ -375,12 +375,16 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
 
 
 def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> ExcludedRecord:
-    """ExcludedRecord(...) without the frozen dataclass's per-field __setattr__ detour."""
-    record = _NEW(ExcludedRecord)
-    _SET_ID(record, id)
-    _SET_REASON(record, reason)
-    _SET_SCORE(record, score)
-    _SET_TIER(record, tier)
+    """ExcludedRecord(...) without the frozen dataclass's per-field __setattr__ detour: the
+    slots are filled with plain stores on an unfrozen class of the same layout, which then
+    becomes an ExcludedRecord (CPython refuses the switch, loudly, if the layouts differ).
+    It runs once per excluded candidate, most of a large pool."""
+    record = _NEW(_UnfrozenExcluded)
+    record.id = id
+    record.reason = reason
+    record.score = score
+    record.tier = tier
+    record.__class__ = ExcludedRecord
     return record
 
 
@@ -404,8 +408,10 @@ _INCLUDED_FIELDS = ("id", "section", "namespace_id", "representation", "tokens",
 if set(_INCLUDED_FIELDS) != set(IncludedRecord.__slots__):
     raise RuntimeError("IncludedRecord's fields changed: update _included() to set them all")
 _INCLUDED_SETTERS = tuple(getattr(IncludedRecord, name).__set__ for name in _INCLUDED_FIELDS)
-_SET_ID, _SET_REASON, _SET_SCORE, _SET_TIER = (getattr(ExcludedRecord, name).__set__
-                                               for name in ("id", "reason", "score", "tier"))
+_UnfrozenExcluded = type("_UnfrozenExcluded", (), {"__slots__": ExcludedRecord.__slots__})
+# Every field, or a record would miss one: fail at import, not at first use.
+if set(ExcludedRecord.__slots__) != {"id", "reason", "score", "tier"}:
+    raise RuntimeError("ExcludedRecord's fields changed: update _excluded() to set them all")
 
 
 def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], budget: int,
