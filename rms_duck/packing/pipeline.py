@@ -451,12 +451,15 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     spelled: dict[int, tuple[tuple[Level, ...], tuple[str, ...]]] = {}
     exhausted = Reason.BUDGET_EXHAUSTED
     tier_number = {tier: int(tier) for tier in Tier}
+    last_levels: tuple[Level, ...] | None = None
+    tried: tuple[str, ...] = ()
     for o in sel.outcomes.values():  # sorted by id: the pool is
         c, levels = o.candidate, o.tried
-        known = spelled.get(id(levels))
-        if known is None or known[0] is not levels:
-            known = spelled[id(levels)] = (levels, tuple(level.value for level in levels))
-        tried = known[1]
+        if levels is not last_levels:  # runs of candidates share one ladder: look it up once
+            known = spelled.get(id(levels))
+            if known is None or known[0] is not levels:
+                known = spelled[id(levels)] = (levels, tuple(level.value for level in levels))
+            last_levels, tried = levels, known[1]
         if o.entry is None:  # not in the layout, so not in the context
             reason = exhausted if o.reason is None else o.reason
             excluded.append(_excluded(c.id, reason, c.score, o.tier))
