@@ -63,6 +63,31 @@ _PINNED_OR_TASK, _EPISODE, _MULTI_PATH, _REMAINING = (
     Tier.PINNED_OR_TASK, Tier.EPISODE, Tier.MULTI_PATH, Tier.REMAINING)
 
 
+def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
+              contradicts: tuple[str, ...], labels: tuple[str, ...]) -> RecordView:
+    """RecordView(...) without the frozen dataclass's per-field __setattr__ detour (a
+    quarter of its cost): plain stores on an unfrozen class of the same slot layout, which
+    then becomes a RecordView (CPython refuses the switch, loudly, if the layouts differ).
+    Packing builds a view per candidate it prices."""
+    view = _NEW(_UnfrozenView)
+    view.candidate = c
+    view.level = level
+    view.text = text
+    view.ref = ref
+    view.contradicts = contradicts
+    view.conflict_labels = labels
+    view.__class__ = RecordView
+    return view
+
+
+_NEW = object.__new__
+_UnfrozenView = type("_UnfrozenView", (), {"__slots__": RecordView.__slots__})
+# Every field, or a view would miss one: fail at import, not at first use.
+if set(RecordView.__slots__) != {"candidate", "level", "text", "ref", "contradicts",
+                                 "conflict_labels"}:
+    raise RuntimeError("RecordView's fields changed: update _new_view() to set them all")
+
+
 def section_of(c: Candidate, level: Level, conflicted: bool, fact_min_confidence: float) -> Section:
     """RFC section 6: conflicts go to context, pointers to references, the rest by type."""
     if conflicted:
@@ -147,7 +172,7 @@ class Selector:
         the line assembly prints (refs and labels numbered in context order) costs no more."""
         contradicts = self.conflicts.get(c.id, ())
         labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
-        return RecordView(c, level, text, self.provisional_ref, contradicts, labels)
+        return _new_view(c, level, text, self.provisional_ref, contradicts, labels)
 
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
