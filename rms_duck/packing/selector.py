@@ -210,10 +210,13 @@ class Selector:
         FULL and PROSE for candidates without a prose text) read straight off the counter."""
         if not self._text_ladder:
             return [self.least_cost(c) for c in sequence]
-        lower_bound, least_cost = self.counter.lower_bound, self.least_cost
-        if not self._prose:
-            return [lower_bound(c.content) for c in sequence]
-        return [lower_bound(c.content) if c.prose is None else least_cost(c) for c in sequence]
+        floors = self.counter.lower_bounds([c.content for c in sequence])
+        if self._prose:  # a distinct prose text may be cheaper than the content
+            least_cost = self.least_cost
+            for i, c in enumerate(sequence):
+                if c.prose is not None:
+                    floors[i] = least_cost(c)
+        return floors
 
     def sort_sure_misses(self, run: Sequence[Candidate], remaining: int,
                          settled: list[Candidate], misses: list[Candidate]) -> None:

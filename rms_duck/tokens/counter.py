@@ -238,6 +238,13 @@ class LineCounter:
                     held[0] += size
         return got
 
+    def lower_bounds(self, texts: Iterable[str]) -> list[int]:
+        """[lower_bound(t) for t in texts], reading remembered floors straight off the memo:
+        a warm pack asks for one per candidate."""
+        remembered, lower_bound = self._floors.get, self.lower_bound
+        return [floor if (floor := remembered(text)) is not None else lower_bound(text)
+                for text in texts]
+
     def unseen(self, lines: Iterable[str]) -> list[str]:
         """The distinct lines among `lines` whose cost is not cached yet, in first-seen order."""
         cache, loaded = self._cache, self._loaded
