@@ -258,8 +258,8 @@ class Selector:
                 outcome.reason = exhausted
             elif folding and c.evidence_ids and self.covered(c):
                 outcome.reason = Reason.FOLDED
-            elif text_required and not c.has_text:
-                outcome.reason = Reason.NO_TEXT
+            elif text_required and (not (content := c.content) or content.isspace()):
+                outcome.reason = Reason.NO_TEXT  # c.has_text, spelled out: it runs per miss
             elif text_ladder:
                 with_prose = (prose and c.prose is not None
                               and representation_text(c, Level.PROSE) is not None)
