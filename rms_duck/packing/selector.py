@@ -454,9 +454,9 @@ def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) ->
         # The reserved head is an ordinary multi-path record (path_count >= 2), never a
         # one-path session neighbour promoted into the tier (RFC section 5).
         session = selector.config.session_context_packing is not None
-        eligible = [c for c in tier if (c.has_text or not selector.text_required)
-                    and path_count(c, session) >= 2]
-        head = min(eligible, key=lambda c: (-c.score, c.id), default=None)
+        # The first eligible one in (-score, id) order: most of a large tier is never asked.
+        head = next((c for c in by_score(tier) if (c.has_text or not selector.text_required)
+                     and path_count(c, session) >= 2), None)
     full_cost = selector.full_cost
     keys = []
     for c in tier:
