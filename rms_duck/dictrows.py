@@ -65,16 +65,20 @@ class ShapeReader:
     """Reads one call's rows, each as it arrives: a caller's generator may yield the same
     dict again and again, changed in between, so no row is read ahead of its turn."""
 
-    __slots__ = ("new_shapes",)
+    __slots__ = ("new_shapes", "last_keys", "last_build")
 
     def __init__(self) -> None:
         self.new_shapes = 0
+        # The previous row's keys and builder: rows mostly repeat one shape, and comparing
+        # two tuples of the same key objects costs less than hashing one.
+        self.last_keys: tuple[Any, ...] = ()
+        self.last_build: Builder | None = None
 
     def candidate(self, row: dict[Any, Any]) -> Candidate | None:
         """The row's Candidate when its values are all final, else None (check it the
         general way)."""
         keys = tuple(row)
-        build = _builders.get(keys)
+        build = self.last_build if keys == self.last_keys else _builders.get(keys)
         if build is None:
             if self.new_shapes >= NEW_SHAPES_PER_CALL:
                 return None
@@ -82,6 +86,7 @@ class ShapeReader:
             if len(_builders) >= MAX_SHAPES:
                 _builders.clear()
             build = _builders[keys] = _write_builder(keys)
+        self.last_keys, self.last_build = keys, build
         try:
             return build(row)
         except KeyError:  # the row lost a key while it was read: the general checks decide
