@@ -166,8 +166,8 @@ def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
     """Pack tier by tier; return True when a pin or active task had to be dropped."""
     by_tier: dict[Tier, list[Candidate]] = {tier: [] for tier in Tier}
     outcomes = sel.outcomes
-    for c in pool:  # in id order (dedupe sorts the pool), so each tier list is too
-        by_tier[outcomes[c.id].tier].append(c)
+    for o in outcomes.values():  # the pool's order: by id (dedupe sorts it), so each tier's too
+        by_tier[o.tier].append(o.candidate)
     overflow = _pack_pins_and_tasks(sel, by_tier[Tier.PINNED_OR_TASK])
     # One order for the rest: (tier, order key, id). Order keys are fixed before packing.
     for c in by_tier[Tier.EPISODE] + by_tier[Tier.REMAINING]:
