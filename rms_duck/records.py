@@ -150,6 +150,12 @@ class Candidate:
     condition_state: str | None = None
     token_cost_estimate: int | None = None
 
+    def __hash__(self) -> int:
+        # Equal candidates have equal ids and texts, so this agrees with the generated __eq__.
+        # Packing hashes a candidate with every line it prices (the render memo's key), and
+        # hashing all 26 fields cost four times as much.
+        return hash((self.id, self.content))
+
     @property
     def is_pinned(self) -> bool:
         return self.pinned or self.salience == 1.0
