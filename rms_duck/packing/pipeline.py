@@ -106,8 +106,8 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
                               mode=config.context_guidance_mode,
                               date_word=config.format.date_word)
     assembly = _assemble_within(selector, budget, available, len(rows), guidance)
-    overflowed = [o.candidate.id for o in selector.outcomes.values()
-                  if o.reason is Reason.BUDGET_OVERFLOW]
+    overflow = Reason.BUDGET_OVERFLOW  # one enum lookup, not one per candidate
+    overflowed = [o.candidate.id for o in selector.outcomes.values() if o.reason is overflow]
     if overflowed and Flag.BUDGET_OVERFLOW.value not in flags:
         flags.append(Flag.BUDGET_OVERFLOW.value)
     if overflowed:
@@ -319,8 +319,9 @@ def _degrade(sel: Selector, ordered: list[Candidate]) -> None:
 
 def _restart(sel: Selector, tier: list[Candidate]) -> None:
     """Empty the layout; only tier-1 records (and their counterparts) were placed so far."""
+    kept = (None, Reason.NO_TEXT)  # built once: it is read per candidate of the pool
     for outcome in sel.outcomes.values():
-        if outcome.entry is not None or outcome.reason not in (None, Reason.NO_TEXT):
+        if outcome.entry is not None or outcome.reason not in kept:
             outcome.entry, outcome.reason, outcome.tried = None, None, ()
     sel.layout.clear()
     sel.packed_by_source.clear()

@@ -177,8 +177,7 @@ class Selector:
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
         if outcome.full_cost is None:
-            view = self.view(c, Level.FULL)
-            assert view is not None  # every candidate has FULL text: content is a str
+            view = self._view_of(c, Level.FULL, c.content)  # FULL text is the content
             outcome.full_cost = self.counter.line_cost(self.fmt.record_line(view))
         return outcome.full_cost
 
