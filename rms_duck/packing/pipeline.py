@@ -380,7 +380,7 @@ def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> Exclu
     slots are filled with plain stores on an unfrozen class of the same layout, which then
     becomes an ExcludedRecord (CPython refuses the switch, loudly, if the layouts differ).
     It runs once per excluded candidate, most of a large pool."""
-    record = _NEW(_UnfrozenExcluded)
+    record: Any = _NEW(_UnfrozenExcluded)  # unfrozen until its class switches
     record.id = id
     record.reason = reason
     record.score = score

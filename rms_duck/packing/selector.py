@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
@@ -69,7 +70,7 @@ def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
     quarter of its cost): plain stores on an unfrozen class of the same slot layout, which
     then becomes a RecordView (CPython refuses the switch, loudly, if the layouts differ).
     Packing builds a view per candidate it prices."""
-    view = _NEW(_UnfrozenView)
+    view: Any = _NEW(_UnfrozenView)  # an unfrozen view until its class switches
     view.candidate = c
     view.level = level
     view.text = text
