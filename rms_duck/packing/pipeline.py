@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from itertools import accumulate
 from numbers import Integral
 from typing import Any
 
@@ -225,11 +226,7 @@ def _next_possible_fit(floors: list[int], start: int, remaining: int) -> int:
 
 def _suffix_minima(values: list[int]) -> list[int]:
     """out[i] = min(values[i:])."""
-    out = values[:]
-    for i in range(len(out) - 2, -1, -1):
-        if out[i + 1] < out[i]:
-            out[i] = out[i + 1]
-    return out
+    return list(accumulate(reversed(values), min))[::-1]
 
 
 def _attempt(sel: Selector, c: Candidate) -> None:
