@@ -65,18 +65,30 @@ class ShapeReader:
     """Reads one call's rows, each as it arrives: a caller's generator may yield the same
     dict again and again, changed in between, so no row is read ahead of its turn."""
 
-    __slots__ = ("new_shapes", "last_keys", "last_build")
+    __slots__ = ("new_shapes", "last_keys", "last_build", "last_size")
 
     def __init__(self) -> None:
         self.new_shapes = 0
         # The previous row's keys and builder: rows mostly repeat one shape, and comparing
         # two tuples of the same key objects costs less than hashing one.
         self.last_keys: tuple[Any, ...] = ()
-        self.last_build: Builder | None = None
+        self.last_build: Builder = _no_builder
+        # Its number of keys when every key is a Candidate field, id, score and content
+        # among them; else -1. See candidate().
+        self.last_size = -1
 
     def candidate(self, row: dict[Any, Any]) -> Candidate | None:
         """The row's Candidate when its values are all final, else None (check it the
         general way)."""
+        if len(row) == self.last_size:
+            # The last shape's builder reads each of its keys (all fields) by name, so a
+            # row of as many keys holding them all has that very key set, and one lacking
+            # any raises KeyError and is looked at below like any other row. Spelling the
+            # keys out costs more than the row's checks save.
+            try:
+                return self.last_build(row)
+            except KeyError:
+                pass
         keys = tuple(row)
         build = self.last_build if keys == self.last_keys else _builders.get(keys)
         if build is None:
@@ -86,11 +98,26 @@ class ShapeReader:
             if len(_builders) >= MAX_SHAPES:
                 _builders.clear()
             build = _builders[keys] = _write_builder(keys)
-        self.last_keys, self.last_build = keys, build
+        if keys != self.last_keys:
+            self.last_keys, self.last_build = keys, build
+            self.last_size = len(keys) if _fields_only(keys) else -1
         try:
             return build(row)
         except KeyError:  # the row lost a key while it was read: the general checks decide
             return None
+
+
+def _no_builder(row: dict[Any, Any]) -> Candidate | None:
+    return None
+
+
+_FIELDS = frozenset(name for name, _ in _SLOTS)
+
+
+def _fields_only(keys: tuple[Any, ...]) -> bool:
+    """Every key is a Candidate field name (a str), and the required ones are there."""
+    return (all(type(key) is str and key in _FIELDS for key in keys)
+            and all(name in keys for name in _REQUIRED))
 
 
 def _all_text(values: Any) -> bool:
