@@ -42,9 +42,12 @@ _SCORE = attrgetter("score")
 
 def conflict_map(pool: Sequence[Candidate]) -> dict[str, tuple[str, ...]]:
     """For each id, the ids in the pool it shares a CONTRADICTS edge with (either direction)."""
+    linking = [c for c in pool if c.contradicts]  # most pools have none: no id set then
+    if not linking:
+        return {}
     present = {c.id for c in pool}
     links: dict[str, set[str]] = {}
-    for c in pool:
+    for c in linking:
         for other in c.contradicts:
             if other in present and other != c.id:
                 links.setdefault(c.id, set()).add(other)
