@@ -101,7 +101,7 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
         for outcome in selector.outcomes.values():
             outcome.reason = Reason.BUDGET_ERROR
     else:
-        if _run_tiers(selector, pool):
+        if _run_tiers(selector):
             flags.append(Flag.BUDGET_OVERFLOW.value)
     guidance = build_guidance(config.query, config.reference_time,
                               mode=config.context_guidance_mode,
@@ -163,16 +163,17 @@ def _available(budget: int, config: PackingConfig) -> int:
     return max(budget - config.overhead_tokens, -MAX_BUDGET - 1)
 
 
-def _run_tiers(sel: Selector, pool: list[Candidate]) -> bool:
+def _run_tiers(sel: Selector) -> bool:
     """Pack tier by tier; return True when a pin or active task had to be dropped."""
     by_tier: dict[Tier, list[Candidate]] = {tier: [] for tier in Tier}
-    outcomes = sel.outcomes
-    for o in outcomes.values():  # the pool's order: by id (dedupe sorts it), so each tier's too
-        by_tier[o.tier].append(o.candidate)
+    # One order for the tiers after the first: (tier, order key, id). Order keys are fixed
+    # before packing: the score in tiers 2 and 4 (multi-path ones are set when ordered).
+    by_score_tiers = (Tier.EPISODE, Tier.REMAINING)
+    for o in sel.outcomes.values():  # the pool's order: by id (dedupe sorts it), so each
+        by_tier[o.tier].append(o.candidate)  # tier's list is in id order too
+        if o.tier in by_score_tiers:
+            o.order_key = o.candidate.score
     overflow = _pack_pins_and_tasks(sel, by_tier[Tier.PINNED_OR_TASK])
-    # One order for the rest: (tier, order key, id). Order keys are fixed before packing.
-    for c in by_tier[Tier.EPISODE] + by_tier[Tier.REMAINING]:
-        outcomes[c.id].order_key = c.score
     sequence = (by_score(by_tier[Tier.EPISODE])
                 + order_multipath(sel, by_tier[Tier.MULTI_PATH], sel.config.multipath_ordering)
                 + by_score(by_tier[Tier.REMAINING]))
