@@ -187,3 +187,25 @@ def test_a_row_that_loses_a_key_while_read_goes_to_the_general_checks():
     dictrows._builders.clear()
     got = to_candidates([row])[0]
     assert got.speaker is None and _shown(got) == _shown(to_candidate(row))
+
+
+@pytest.mark.parametrize("swap", [("speaker", "speakr"), ("score", "scroe"), ("prose", 7),
+                                  ("content", "Content")])
+def test_a_row_of_the_same_size_as_the_last_but_other_keys_is_read_by_its_own_keys(swap):
+    """ShapeReader sends a row with as many keys as the last all-field shape straight to that
+    shape's builder, which must then fail on the missing key: a row of equal size with one
+    key swapped for another gives what to_candidate() gives, value or error."""
+    full = {name: None for name, _ in _SLOTS} | {"id": "n1", "score": 0.5, "content": "x"}
+    old, new = swap
+    other = {(new if key == old else key): value for key, value in full.items()}
+    other["id"] = "n2"
+    assert len(other) == len(full)
+    rows = [full, other]
+    expected = _row_by_row(rows)
+    try:
+        got = to_candidates(rows)
+    except CandidateError as exc:
+        assert str(exc) == expected
+        return
+    assert not isinstance(expected, str)
+    assert [_shown(c) for c in got] == [_shown(c) for c in expected]
