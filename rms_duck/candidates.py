@@ -22,6 +22,7 @@ from typing import Any
 from .errors import CandidateError, did_you_mean
 from .records import CONDITION_STATES, Candidate, Epistemic, Lifecycle, NodeType, SourceType
 from .timefmt import as_utc
+from .unfrozen import new, unfrozen_twin
 
 _ENUMS: dict[str, type[Enum]] = {
     "type": NodeType,
@@ -190,19 +191,16 @@ def _builder(given: tuple[str, ...]) -> Callable[[dict[str, Any]], Candidate]:
     return env["build"]
 
 
-_NEW = object.__new__
-# Candidate's slot layout without its frozen __setattr__. A builder fills a new object's
-# slots with plain attribute stores (a third of the cost of calling each slot's setter),
-# then makes it a Candidate: CPython allows __class__ assignment between classes of one
-# layout, and raises TypeError otherwise, so a change to Candidate's layout fails loudly.
-_Unfrozen = type("_Unfrozen", (), {"__slots__": Candidate.__slots__})
+# Candidate's slot layout without its frozen __setattr__ (unfrozen.py): a builder fills a
+# new object's slots with plain stores, a third of the cost of each slot's setter.
+_Unfrozen = unfrozen_twin(Candidate)
 
 
 def builder_env() -> dict[str, Any]:
     """The names a generated Candidate builder uses: `new(Unfrozen)`, then `obj.<field> =
     ...` for every field (`default<i>` is the i-th field's default), then `obj.__class__ =
     Candidate`."""
-    env: dict[str, Any] = {"new": _NEW, "Unfrozen": _Unfrozen, "Candidate": Candidate}
+    env: dict[str, Any] = {"new": new, "Unfrozen": _Unfrozen, "Candidate": Candidate}
     env.update((f"default{i}", default) for i, (_, default) in enumerate(_SLOTS))
     return env
 

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "rms_duck"
 
 # Layers, bottom up. A module may import from its own layer or any lower one, never higher.
 LAYERS = [
-    {"errors", "records", "escape", "sha", "timefmt"},
+    {"errors", "records", "escape", "sha", "timefmt", "unfrozen"},
     {"tokens"},
     {"config", "candidates", "dictrows", "columnar", "formats"},
     {"bundle", "metrics", "receipts"},

@@ -31,6 +31,7 @@ from ..records import (
 from ..sha import sha256_text
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import encoding_source
+from ..unfrozen import new, unfrozen_twin
 from .assemble import Assembly, assemble
 from .compat import version3
 from .gcpause import gc_paused
@@ -374,11 +375,9 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
 
 
 def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> ExcludedRecord:
-    """ExcludedRecord(...) without the frozen dataclass's per-field __setattr__ detour: the
-    slots are filled with plain stores on an unfrozen class of the same layout, which then
-    becomes an ExcludedRecord (CPython refuses the switch, loudly, if the layouts differ).
-    It runs once per excluded candidate, most of a large pool."""
-    record: Any = _NEW(_UnfrozenExcluded)  # unfrozen until its class switches
+    """ExcludedRecord(...) at half its cost (see unfrozen.py): it runs once per excluded
+    candidate, most of a large pool."""
+    record: Any = new(_UnfrozenExcluded)  # unfrozen until its class switches
     record.id = id
     record.reason = reason
     record.score = score
@@ -390,7 +389,7 @@ def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> Exclu
 def _included(e: Entry) -> IncludedRecord:
     """IncludedRecord(...) without the frozen dataclass's per-field __setattr__ detour."""
     c, view = e.candidate, e.view
-    record = _NEW(IncludedRecord)
+    record = new(IncludedRecord)
     for setter, value in zip(_INCLUDED_SETTERS, (
             c.id, e.section, c.namespace_id, view.level, e.cost, view.ref, c.score,
             _TIERS[e.tier], bool(view.contradicts), c.source_type._value_,
@@ -399,7 +398,6 @@ def _included(e: Entry) -> IncludedRecord:
     return record
 
 
-_NEW = object.__new__
 _TIERS = {int(tier): tier for tier in Tier}
 _INCLUDED_FIELDS = ("id", "section", "namespace_id", "representation", "tokens", "ref", "score",
                     "tier", "conflict", "source_type", "epistemic")
@@ -407,10 +405,7 @@ _INCLUDED_FIELDS = ("id", "section", "namespace_id", "representation", "tokens",
 if set(_INCLUDED_FIELDS) != set(IncludedRecord.__slots__):
     raise RuntimeError("IncludedRecord's fields changed: update _included() to set them all")
 _INCLUDED_SETTERS = tuple(getattr(IncludedRecord, name).__set__ for name in _INCLUDED_FIELDS)
-_UnfrozenExcluded = type("_UnfrozenExcluded", (), {"__slots__": ExcludedRecord.__slots__})
-# Every field, or a record would miss one: fail at import, not at first use.
-if set(ExcludedRecord.__slots__) != {"id", "reason", "score", "tier"}:
-    raise RuntimeError("ExcludedRecord's fields changed: update _excluded() to set them all")
+_UnfrozenExcluded = unfrozen_twin(ExcludedRecord, ("id", "reason", "score", "tier"))
 
 
 def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], budget: int,

@@ -23,6 +23,7 @@ from ..records import (
     Tier,
 )
 from ..tokens.counter import LineCounter
+from ..unfrozen import new, unfrozen_twin
 from .compat import version3
 from .folding import folds_into
 from .layout import Entry, Layout, dated
@@ -66,11 +67,9 @@ _PINNED_OR_TASK, _EPISODE, _MULTI_PATH, _REMAINING = (
 
 def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
               contradicts: tuple[str, ...], labels: tuple[str, ...]) -> RecordView:
-    """RecordView(...) without the frozen dataclass's per-field __setattr__ detour (a
-    quarter of its cost): plain stores on an unfrozen class of the same slot layout, which
-    then becomes a RecordView (CPython refuses the switch, loudly, if the layouts differ).
-    Packing builds a view per candidate it prices."""
-    view: Any = _NEW(_UnfrozenView)  # an unfrozen view until its class switches
+    """RecordView(...) at a quarter of its cost (see unfrozen.py): packing builds a view
+    per candidate it prices."""
+    view: Any = new(_UnfrozenView)  # an unfrozen view until its class switches
     view.candidate = c
     view.level = level
     view.text = text
@@ -81,12 +80,8 @@ def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
     return view
 
 
-_NEW = object.__new__
-_UnfrozenView = type("_UnfrozenView", (), {"__slots__": RecordView.__slots__})
-# Every field, or a view would miss one: fail at import, not at first use.
-if set(RecordView.__slots__) != {"candidate", "level", "text", "ref", "contradicts",
-                                 "conflict_labels"}:
-    raise RuntimeError("RecordView's fields changed: update _new_view() to set them all")
+_UnfrozenView = unfrozen_twin(RecordView, ("candidate", "level", "text", "ref", "contradicts",
+                                           "conflict_labels"))
 
 
 def section_of(c: Candidate, level: Level, conflicted: bool, fact_min_confidence: float) -> Section:
