@@ -47,6 +47,11 @@ class StoredObjectError(RmsError):
     like one of its UDFs) and the connection is read-only, so it cannot be removed."""
 
 
+class UdfOwnerError(RmsError):
+    """register(con, replace=True) met UDFs another Python connection to the same database
+    registered: DuckDB lets only the connection that registered a UDF remove it."""
+
+
 class DatabaseOpenError(RmsError, OSError):
     """The database file cannot be opened: not a DuckDB file, a folder, a missing folder, no
     permission, or (read-only) a file rms_duck never set up."""

@@ -177,3 +177,53 @@ def test_a_connection_let_go_of_is_freed_with_its_database(tmp_path):
     reader = duckdb.connect(path, read_only=True)
     assert reader.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(1,)]
     reader.close()
+
+
+def test_replace_through_another_connection_says_whose_udfs_they_are(tmp_path):
+    """DuckDB removes a Python UDF only through the connection that registered it. Through
+    another connection to the same database, replace=True used to fail with DuckDB's "No
+    function by the name of 'rms_pack_udf'" halfway through register(); it now says why and
+    leaves every UDF in place."""
+    from rms_duck.errors import UdfOwnerError
+
+    path = str(tmp_path / "m.duckdb")
+    owner = rms_duck.connect(path)
+    other = duckdb.connect(path)  # the same database, in this process
+    listed = "SELECT function_name FROM duckdb_functions() WHERE database_name = 'system' " \
+             "AND function_name LIKE 'rms_%udf' ORDER BY 1"
+    before = owner.execute(listed).fetchall()
+    for con in (other, owner.cursor()):
+        with pytest.raises(UdfOwnerError, match=r"'rms_\w+_udf'.*another Python connection.*"
+                           r"register\(con\) without replace"):
+            rms_duck.register(con, replace=True)
+        assert owner.execute(listed).fetchall() == before
+    rms_duck.register(other)  # without replace: the UDFs already there are used
+    one = "SELECT pack_context([{'id': 'a', 'score': 1.0, 'content': 'hi there'}], 400)"
+    assert other.execute(one).fetchone() == owner.execute(one).fetchone()
+    rms_duck.register(owner, replace=True)  # the owner may
+    assert owner.execute(listed).fetchall() == before
+    assert other.execute(f"SELECT ({one}).tokens_used").fetchone()[0] > 0
+    other.close()
+    owner.close()
+
+
+def test_replace_that_fails_halfway_registers_again_what_it_removed(tmp_path):
+    """UDFs registered by two connections: replace=True through one removes its own, then
+    meets the other's; it registers its own again before raising, so none goes missing."""
+    from rms_duck.errors import UdfOwnerError
+
+    path = str(tmp_path / "m.duckdb")
+    owner = rms_duck.connect(path)
+    other = duckdb.connect(path)
+    owner.remove_function("rms_store_udf")
+    rms_duck.register(other)  # registers only the one missing: rms_store_udf
+    listed = "SELECT function_name FROM duckdb_functions() WHERE database_name = 'system' " \
+             "AND function_name LIKE 'rms_%udf' ORDER BY 1"
+    before = owner.execute(listed).fetchall()
+    with pytest.raises(UdfOwnerError, match="'rms_store_udf'"):
+        rms_duck.register(owner, replace=True)
+    assert owner.execute(listed).fetchall() == before
+    one = "SELECT pack_context([{'id': 'a', 'score': 1.0, 'content': 'hi there'}], 400).context"
+    assert "hi there" in owner.execute(one).fetchone()[0]
+    other.close()
+    owner.close()

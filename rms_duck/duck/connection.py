@@ -7,7 +7,13 @@ import warnings
 
 import duckdb
 
-from ..errors import DatabaseInUseError, DatabaseOpenError, RmsWarning, StoredObjectError
+from ..errors import (
+    DatabaseInUseError,
+    DatabaseOpenError,
+    RmsWarning,
+    StoredObjectError,
+    UdfOwnerError,
+)
 from ..escape import sql_identifier
 from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
@@ -89,24 +95,49 @@ def _register(con: duckdb.DuckDBPyConnection, *, replace: bool,
         present = {row[0] for row in con.execute(
             "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%' "
             "AND database_name = 'system' AND function_type = 'scalar'").fetchall()}
+    names = [udf.name for udf in UDFS] + ["rms_store_udf"]
+    if replace:
+        _remove_udfs(con, [name for name in names if name in present])
+        present = set()
+    _create_udfs(con, [name for name in names if name not in present])
+    install_macros(con)
+    return con
+
+
+def _remove_udfs(con: duckdb.DuckDBPyConnection, names: list[str]) -> None:
+    """Remove UDFs for re-registering them. DuckDB removes a UDF only through the Python
+    connection that registered it (not even through its cursors); where another one did,
+    the UDFs this call already removed are registered again, so nothing is left half done."""
+    removed: list[str] = []
+    for name in names:
+        try:
+            con.remove_function(name)
+        except duckdb.InvalidInputException as exc:
+            if "No function by the name" not in str(exc):
+                raise
+            _create_udfs(con, removed)
+            raise UdfOwnerError(
+                f"register(con, replace=True) cannot replace the UDF {name!r}: another Python "
+                "connection to this database (or a cursor of it) registered it, and DuckDB "
+                "lets only that connection remove it; call rms_duck.register(that "
+                "connection, replace=True), or call rms_duck.register(con) without replace "
+                "to use the UDFs already there") from exc
+        removed.append(name)
+
+
+def _create_udfs(con: duckdb.DuckDBPyConnection, names: list[str] | None = None) -> None:
+    """Register the UDFs named (all of them by default)."""
     for udf in UDFS:
-        if udf.name in present:
-            if not replace:
-                continue
-            con.remove_function(udf.name)
-        # The stubs take only enums for type/null_handling and reject list[str]; both work.
-        con.create_function(udf.name, udf.function,  # type: ignore[call-overload]
-                            list(udf.parameters), udf.return_type,
-                            type="arrow", null_handling="special")
-    if "rms_store_udf" not in present or replace:
-        if "rms_store_udf" in present:
-            con.remove_function("rms_store_udf")
+        if names is None or udf.name in names:
+            # The stubs take only enums for type/null_handling and reject list[str]; both work.
+            con.create_function(udf.name, udf.function,  # type: ignore[call-overload]
+                                list(udf.parameters), udf.return_type,
+                                type="arrow", null_handling="special")
+    if names is None or "rms_store_udf" in names:
         # It writes (a bundle and a receipt per row), so DuckDB must never fold or skip it.
         con.create_function("rms_store_udf", rms_store_udf,  # type: ignore[call-overload]
                             list(STORE_PARAMETERS), "VARCHAR", type="arrow",
                             null_handling="special", side_effects=True)
-    install_macros(con)
-    return con
 
 
 def create_stored_objects(con: duckdb.DuckDBPyConnection) -> None:
