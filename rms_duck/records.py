@@ -151,10 +151,12 @@ class Candidate:
     token_cost_estimate: int | None = None
 
     def __hash__(self) -> int:
-        # Equal candidates have equal ids and texts, so this agrees with the generated __eq__.
-        # Packing hashes a candidate with every line it prices (the render memo's key), and
-        # hashing all 26 fields cost four times as much.
-        return hash((self.id, self.content))
+        # Equal candidates have equal fields, so this agrees with the generated __eq__. Packing
+        # hashes a candidate with every line it prices (the render memo's key), and hashing all
+        # 26 fields cost four times as much. The fields a ranking sets (score, paths, count)
+        # keep one node ranked in many requests (a GROUP BY's) from filling one memo bucket
+        # with unequal candidates that every lookup compared field by field: quadratic.
+        return hash((self.id, self.content, self.score, self.paths, self.path_count))
 
     @property
     def is_pinned(self) -> bool:
