@@ -504,8 +504,11 @@ CREATE OR REPLACE MACRO rms_candidate_scores(query, namespace := NULL, k := 50,
     cued AS MATERIALIZED (
         SELECT n.id AS node_id,
                coalesce(n.speaker IN (SELECT speaker FROM named), false) AS by_speaker,
-               coalesce(month(n.event_time) = span.m.month
-                        AND (span.m.year IS NULL OR year(n.event_time) = span.m.year),
+               -- The month in UTC, as the context prints it: month() of a TIMESTAMPTZ
+               -- reads the session TimeZone (a plain client's is the host's).
+               coalesce(month(timezone('UTC', n.event_time)) = span.m.month
+                        AND (span.m.year IS NULL
+                             OR year(timezone('UTC', n.event_time)) = span.m.year),
                         false) AS in_span
         FROM rms_nodes AS n LEFT JOIN span ON true
         WHERE (namespace IS NULL OR n.namespace_id = namespace)

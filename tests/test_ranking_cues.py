@@ -264,3 +264,25 @@ def test_plain_duckdb_client_stems_with_the_index_vocabulary(tmp_path):
         assert rows[0][0] == nid(1)
     finally:
         plain.close()
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Tokyo"])
+def test_month_window_reads_event_time_in_utc_whatever_the_session_zone(con, zone):
+    # 2024-03-01 02:00 UTC is still February in New York; 2024-02-29 20:00 UTC is already
+    # March in Tokyo. The context prints dates in UTC, so the TIME cue must read UTC too.
+    add(con, 1, "Ana went hiking", speaker="Ana",
+        event_time=datetime(2024, 3, 1, 2, tzinfo=UTC))
+    add(con, 2, "Ana went swimming", speaker="Ana",
+        event_time=datetime(2024, 2, 29, 20, tzinfo=UTC))
+    refresh_index(con)
+    cues = {**OFF, "time": 0.5}
+
+    def in_march():
+        rows = con.sql("SELECT CAST(node_id AS VARCHAR), paths FROM rms_candidate_scores("
+                       "'What did Ana do in March 2024?', 'ns', 50, ngram_min := 1.0, "
+                       "cues := ?)", params=[cues]).fetchall()
+        return {k for k, paths in rows if "TIME" in paths}
+
+    assert in_march() == {nid(1)}
+    con.execute(f"SET TimeZone = '{zone}'")
+    assert in_march() == {nid(1)}
