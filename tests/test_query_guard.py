@@ -97,6 +97,9 @@ REJECTED = [
     ("nextval", "SELECT nextval('s')", "the function nextval"),
     ("setseed", "SELECT setseed(0.5)", "the function setseed"),
     ("pack-context", "SELECT pack_context([], 100)", "the function pack_context"),
+    ("rms-store", "SELECT rms_store([], 100)", "the function rms_store"),
+    ("rms-store-udf", "SELECT rms_store_udf([], 100, NULL, NULL, NULL, 1)",
+     "the function rms_store_udf"),
 ]
 
 

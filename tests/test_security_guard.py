@@ -270,3 +270,15 @@ def test_names_fold_in_ascii_only_as_duckdb_folds_them(scanning, cte, read):
         with pytest.raises(QueryRejectedError, match="is not a table, view or CTE"):
             rms_duck.pack(scanning, f"SELECT * FROM {read}", budget=300, store=False)
         scanning.execute(f"DROP {kind.split()[-1]} {cte}")
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_a_ranking_query_cannot_store_through_rms_store(con, store):
+    # rms_store commits through a cursor of its own, outside the query's READ ONLY
+    # transaction: a ranking query calling it sealed a receipt of its choosing.
+    sql = ("SELECT 'a' AS id, 0.5 AS score, rms_store([{'id': 'x', 'score': 1.0, "
+           "'content': 'forged'}], 300, namespace := 'audit') AS content")
+    with pytest.raises(QueryRejectedError, match="the function rms_store"):
+        rms_duck.pack(con, sql, budget=500, store=store)
+    assert con.sql("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+    assert con.sql("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]

@@ -44,7 +44,8 @@ _FORBIDDEN_NODES = tuple(
     ) if node is not None
 )
 # Scalar functions that read files, touch sequences, variables, secrets, settings or
-# logs, sleep, or pack.
+# logs, sleep, pack, or store (rms_store commits a bundle and receipt through a cursor of
+# its own, which the query's READ ONLY transaction does not cover).
 _FILE_FUNCTIONS = re.compile(
     r"^(read_\w+|glob|sniff_csv|parquet_\w+|iceberg_\w+|delta_scan|json_scan\w*|"
     r"duckdb_secrets|which_secret|getvariable|setvariable|nextval|currval|setval|setseed|"
@@ -54,7 +55,7 @@ _FILE_FUNCTIONS = re.compile(
     r"enable_logging|disable_logging|truncate_duckdb_logs|duckdb_\w+|arrow_scan\w*|"
     r"pandas_scan|python_\w+|enable_profiling|disable_profiling|"
     r"current_setting|current_query|pg_\w+|getenv|set_config|sleep\w*|"
-    r"rms_pack_udf|rms_replay_udf|pack_context)$",
+    r"rms_pack_udf|rms_replay_udf|pack_context|rms_store|rms_store_udf)$",
     re.IGNORECASE,
 )
 # Functions allowed in FROM / JOIN; everything else there is rejected by default.
