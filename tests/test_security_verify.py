@@ -15,7 +15,7 @@ import rms_duck
 from rms_duck.audit.explain import explain
 from rms_duck.audit.summary import summarise
 from rms_duck.cli import main
-from rms_duck.errors import ReceiptError, RmsWarning
+from rms_duck.errors import ReceiptError, RmsWarning, StoredObjectError
 from rms_duck.escape import canonical_json
 from rms_duck.receipts import RECEIPT_VERSION, sha256_text
 
@@ -606,3 +606,52 @@ def test_audits_refuse_receipts_kept_outside_schema_main(where, place):
                 audit(con)
     finally:
         con.close()
+
+
+def _narrowed_candidate_type(path: str) -> None:
+    """rms_candidate re-created by plain DuckDB with `contradicts` renamed (so a STRUCT cast
+    drops it) and `confidence` narrowed to one decimal."""
+    attacker = duckdb.connect(path)
+    try:
+        (shipped,), = attacker.execute("SELECT typeof(CAST(NULL AS rms_candidate))").fetchall()
+        edited = (shipped.replace("contradicts VARCHAR[]", "contradicts_ VARCHAR[]")
+                  .replace("confidence DOUBLE", "confidence DECIMAL(2,1)"))
+        assert edited != shipped
+        attacker.execute(f"CREATE OR REPLACE TYPE rms_candidate AS {edited}")
+    finally:
+        attacker.close()
+
+
+PACK_A_CONFLICT = (
+    "SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'one', 'confidence': 0.77}, "
+    "{'id': 'b', 'score': 0.4, 'content': 'two', 'contradicts': ['a']}], 300, "
+    "{'context_format': 'auditable'})")
+
+
+def test_an_edited_candidate_type_is_restored_before_it_can_change_a_pack(tmp_path):
+    path = str(tmp_path / "type.duckdb")
+    con = rms_duck.connect(path)
+    [(expected,)] = con.execute(PACK_A_CONFLICT).fetchall()
+    con.close()
+    assert expected["conflicts"] == [["a", "b"]]
+    _narrowed_candidate_type(path)
+    with pytest.warns(RmsWarning, match="restored the shipped definitions of rms_candidate"):
+        con = rms_duck.connect(path)
+    try:
+        [(bundle,)] = con.execute(PACK_A_CONFLICT).fetchall()
+        assert bundle["conflicts"] == [["a", "b"]]
+        assert bundle["context"] == expected["context"]
+        assert rms_duck.verify_receipts(con) == []
+    finally:
+        con.close()
+
+
+def test_an_edited_candidate_type_a_table_holds_is_an_error_not_a_changed_pack(tmp_path):
+    path = str(tmp_path / "type-held.duckdb")
+    rms_duck.connect(path).close()
+    _narrowed_candidate_type(path)
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE TABLE pinned_type (c rms_candidate)")
+    attacker.close()
+    with pytest.raises(StoredObjectError, match="stored type rms_candidate differs"):
+        rms_duck.connect(path)

@@ -235,7 +235,7 @@ def _warn_changed(con: duckdb.DuckDBPyConnection) -> None:
             f"stored objects differ from the shipped ones: {', '.join(odd)}; rms_duck's own "
             "checks ignore them, but SQL that reads them may be misled; run "
             "rms_duck.verify_receipts(con) for details, and open the file writable once with "
-            "rms_duck.connect(path) to restore shipped views and macros"), stacklevel=3)
+            "rms_duck.connect(path) to restore shipped views, macros and types"), stacklevel=3)
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:

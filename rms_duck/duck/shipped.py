@@ -263,7 +263,8 @@ def object_problems(con: duckdb.DuckDBPyConnection,
                 f"the stored {have[0].lower()} {name} differs from the shipped {kind.lower()}; "
                 "verification ignores it and runs the shipped SQL, but plain DuckDB clients "
                 f"reading it may be misled; {_difference(have, nearest)}; "
-                "rms_duck.connect(path) on a writable file restores shipped views and macros")))
+                "rms_duck.connect(path) on a writable file restores shipped views, macros and "
+                "types")))
     for name, (kind, definition) in sorted(stored.items()):
         if name not in shipped:
             problems.append(ObjectProblem("STORED_OBJECT_UNKNOWN", name, (
@@ -286,20 +287,36 @@ def object_problems(con: duckdb.DuckDBPyConnection,
 
 def restore_objects(con: duckdb.DuckDBPyConnection,
                     stored: dict[str, tuple[str, str]] | None = None) -> list[str]:
-    """Re-create shipped views and macros that were changed; returns their names.
+    """Re-create shipped views, macros and types that were changed; returns their names.
 
-    Tables, types and objects that are not shipped are left alone (data, or the caller's).
+    Tables and objects that are not shipped are left alone (data, or the caller's). A type
+    is restored too: pack_context and rms_store cast their candidates to rms_candidate, so
+    an edited one (a field renamed or narrowed) would change packs without a word.
+
+    Raises:
+        StoredObjectError: a changed type cannot be replaced (a table uses it).
     """
+    from ..errors import StoredObjectError
+
     restored = []
     shipped = shipped_statements()
     stored = fingerprints(con) if stored is None else stored
     for problem in object_problems(con, stored):
         kind = shipped.get(problem.name, ("",))[0]
-        if problem.problem == "STORED_OBJECT_CHANGED" and kind in ("VIEW", "MACRO"):
+        if problem.problem == "STORED_OBJECT_CHANGED" and kind in ("VIEW", "MACRO", "TYPE"):
             stored_kind = stored.get(problem.name, ("",))[0]
             if stored_kind not in ("", kind):
                 continue  # a table where a view belongs: data, never dropped here
-            con.execute(restore_statement(problem.name))
+            try:
+                con.execute(restore_statement(problem.name))
+            except duckdb.Error as exc:
+                if kind != "TYPE":
+                    raise
+                raise StoredObjectError(
+                    f"the stored type {problem.name} differs from the shipped one and cannot "
+                    f"be restored ({str(exc).splitlines()[0]}); pack_context and rms_store "
+                    f"cast candidates to it, so they would pack changed values: drop what "
+                    f"depends on it, then connect again") from None
             restored.append(problem.name)
     return restored
 
