@@ -339,7 +339,10 @@ def _instant(where: _Where, field: str, value: object) -> datetime:
             try:
                 return as_utc(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
             except ValueError:
-                pass
+                if _OUTSIDE_YEARS_TEXT.search(value):
+                    raise where.fail(field, value, "must be a time in years 1 to 9999",
+                                     "pass a time inside that range (NULL for an open end)"
+                                     ) from None
     except OverflowError:
         # '0001-01-01T00:00:00+05:00' is a valid text, but its UTC instant is before year 1.
         raise where.fail(field, value, "must be a time whose UTC instant falls in years 1 to "
@@ -348,6 +351,9 @@ def _instant(where: _Where, field: str, value: object) -> datetime:
                      "pass a TIMESTAMPTZ or ISO-8601 text such as '2026-09-14T00:00:00+00:00'")
 
 
+# How DuckDB writes a DATE or TIMESTAMP outside years 1 to 9999 as text (pack_context in SQL
+# hands times over as text): a five-digit year, or a date followed by ' (BC)'.
+_OUTSIDE_YEARS_TEXT = re.compile(r"^\s*(?:\d{5,}-\d\d-\d\d|\d{4}-\d\d-\d\d \(BC\))")
 _SUBMICRO_DIGITS = re.compile(r"[.,]\d{6}(\d+)")
 
 

@@ -344,12 +344,16 @@ def _convert_times(columns: dict[str, list[Any]]) -> set[int]:
 def readable(scalar: Any) -> Any:
     """scalar.as_py(), or an OutOfRangeTime (which the row checks reject, naming the row and
     field) for a value Python cannot hold: DuckDB's 'infinity' time, a year past 9999."""
+    import pyarrow as pa
+
     try:
         return scalar.as_py()
     except OverflowError:
-        raw = scalar.cast("int64").as_py()
-        # DuckDB stores 'infinity' and '-infinity' as the extreme 64-bit values.
-        name = {2**63 - 1: "infinity", -(2**63) + 1: "-infinity"}.get(raw)
+        # A DATE is 32 bits (days), which Arrow casts to int32 but not to int64.
+        bits = 32 if pa.types.is_date32(scalar.type) else 64
+        raw = scalar.cast(pa.int32() if bits == 32 else pa.int64()).as_py()
+        # DuckDB stores 'infinity' and '-infinity' as the extreme values of their width.
+        name = {2**(bits - 1) - 1: "infinity", -(2**(bits - 1)) + 1: "-infinity"}.get(raw)
         return OutOfRangeTime(repr(name) if name else f"{scalar.type} value {raw}")
 
 

@@ -39,6 +39,21 @@ def test_an_infinite_time_is_refused_naming_the_row_on_every_path(con, when):
         assert path
 
 
+@pytest.mark.parametrize("value", [
+    "DATE '10000-01-01'", "DATE '-0044-03-15'", "'infinity'::DATE", "'-infinity'::DATE",
+    "TIMESTAMP '10000-01-01 00:00:00'", "TIMESTAMP '-0001-01-01 00:00:00'",
+    "TIMESTAMPTZ '10000-01-01 00:00:00+00'"])
+def test_a_date_or_time_outside_years_1_to_9999_is_refused_as_such_on_every_path(con, value):
+    """A DATE out of range escaped as Arrow's 'Unsupported cast from date32[day] to int64';
+    in SQL, a year past 9999 or a BC time was called 'not a timestamp'."""
+    sql = f"SELECT 'a' AS id, 0.5 AS score, 'x' AS content, {value} AS event_time"
+    for path, pack in _every_path(con, sql):
+        with pytest.raises(Exception, match=r"candidate #0 \(id 'a'\): field 'event_time' "
+                           r"must be a time in years 1 to 9999, got .*NULL for an open end"):
+            pack()
+        assert path
+
+
 def test_an_earlier_rows_error_still_comes_first(con):
     for _, pack in _every_path(con, INFINITY_ROWS.format(score=1.5, when="infinity")):
         with pytest.raises(Exception, match=r"candidate #0 \(id 'a'\): field 'score'"):
