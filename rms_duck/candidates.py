@@ -11,6 +11,7 @@ import json
 import math
 import numbers
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
@@ -84,8 +85,25 @@ def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:
     if present:
         present.sort()
         for _, name, value in present:
+            if _pandas_missing(name, value):
+                continue  # NULL, as the same frame passed as a table reads it
             _CHECKS[name](where, name, value, values)
     return _new_candidate(values)
+
+
+# Optional fields that hold numbers: there a NaN is a bad number, named in the error.
+_NUMBERS = frozenset({"salience", "confidence", "path_count", "session_position",
+                      "token_cost_estimate"})
+
+
+def _pandas_missing(name: str, value: object) -> bool:
+    """pandas' missing value in a `df.to_dict("records")` row: pd.NA (nullable dtypes), or
+    a float NaN in a field that holds no number (pandas 3's str dtype marks a missing text
+    with NaN). Arrow reads both as NULL, so a dict row must too, not as the text 'nan'."""
+    if type(value) is float:
+        return value != value and name not in _NUMBERS
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and value is getattr(pandas, "NA", None)
 
 
 def _check_enum(where: _Where, name: str, value: object, values: dict[str, Any]) -> None:

@@ -79,6 +79,38 @@ def test_pandas_nat_is_a_null_time_in_dicts_as_in_tables(con):
     assert pack_candidates(frame.to_dict("records"), budget=300).context == by_table.context
 
 
+def test_pandas_missing_values_are_null_in_dicts_as_in_tables(con):
+    """pandas 3's str dtype marks a missing text with NaN, which to_dict("records") keeps:
+    such rows were packed with the text 'nan' (a speaker 'nan:', a namespace section
+    "nan"), where the same frame passed as a table reads NULL. pd.NA (nullable dtypes, as
+    itertuples() gives them) printed as '<NA>'."""
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "score": [0.9, 0.5, 0.4],
+                          "content": ["alpha", "beta", "gamma"],
+                          "speaker": ["maya", None, "jonas"],
+                          "namespace_id": ["ns", None, "ns"],
+                          "session_id": ["s1", None, "s1"],
+                          "type": ["fact", "note", "note"], "confidence": [0.9, 0.6, 0.8]})
+    rows = frame.to_dict("records")
+    assert rows[1]["speaker"] != rows[1]["speaker"]  # NaN, as pandas gives it
+    for config in ({"context_format": "reader"}, {"context_format": "auditable"}):
+        by_table = rms_duck.pack(con, frame, budget=400, config=config, store=False)
+        by_dicts = pack_candidates(rows, budget=400, config=config)
+        assert "nan" not in by_dicts.context
+        assert by_dicts.context == by_table.context and by_dicts.receipt == by_table.receipt
+    na_rows = [{**row, "speaker": pd.NA if row["speaker"] != row["speaker"] else row["speaker"],
+                "namespace_id": pd.NA if row["id"] == "b" else row["namespace_id"],
+                "confidence": pd.NA if row["id"] == "b" else row["confidence"]} for row in rows]
+    assert pack_candidates(na_rows, budget=400).context == \
+        rms_duck.pack(con, frame, budget=400, store=False).context
+    missing_type = frame.assign(type=["fact", None, "note"])
+    assert pack_candidates(missing_type.to_dict("records"), budget=400).context == \
+        rms_duck.pack(con, missing_type, budget=400, store=False).context
+    # A NaN where a number belongs is still a bad number, named as before.
+    with pytest.raises(CandidateError, match=r"field 'salience' must be a number in \[0, 1\], "
+                                             "got nan"):
+        pack_candidates([{**rows[0], "salience": float("nan")}], budget=400)
+
+
 def test_nanosecond_times_are_refused_on_every_pandas_path(con):
     frame = pd.DataFrame({"id": ["a"], "score": [0.9], "content": ["x"], "event_time": [
         pd.Timestamp("2023-01-05 12:34:00.123456789", tz="UTC")]})
