@@ -87,7 +87,8 @@ def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingC
                        inputs=inputs, processes=1)
     frame = out.to_pandas(types_mapper=pd.ArrowDtype)
     for key in keys:
-        frame[key] = out.column(key).to_pandas().astype(meta[key].dtype).values
+        # .array, not .values: .values of a tz-aware column is naive UTC datetime64.
+        frame[key] = out.column(key).to_pandas().astype(meta[key].dtype).array
     return frame
 
 

@@ -170,6 +170,26 @@ def test_errors_surface_from_the_workers_and_at_once(client):
         pack_groups(frame, by="q", budget=300)
 
 
+def test_a_timezone_aware_key_keeps_its_zone_and_instants():
+    """The key column came back as naive UTC (datetime64[us], Berlin midnight as 23:00 the
+    day before), though the lazy frame's dtype said datetime64[us, Europe/Berlin]."""
+    import dask
+
+    frame = pd.DataFrame({
+        "day": pd.to_datetime(["2026-01-01", "2026-01-01", "2026-01-02"]).tz_localize(
+            "Europe/Berlin"),
+        "id": ["a", "b", "c"], "score": [0.9, 0.5, 0.1], "content": ["x", "y", "z"]})
+    expected = rms_duck.pack_batches(frame, by="day", budget=300).to_pandas()
+    lazy = pack_groups(dd.from_pandas(frame, npartitions=2), by="day", budget=300)
+    with dask.config.set(scheduler="sync"):  # the partition code, in this process
+        result = lazy.compute()
+    assert result["day"].dtype == lazy.dtypes["day"] == frame["day"].dtype
+    assert result["day"].tolist() == expected["day"].tolist() == [
+        pd.Timestamp("2026-01-01", tz="Europe/Berlin"),
+        pd.Timestamp("2026-01-02", tz="Europe/Berlin")]
+    assert result["context"].tolist() == expected["context"].tolist()
+
+
 def test_missing_dask_is_named_with_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.dataframe", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'rms-duck\[dask\]'"):
