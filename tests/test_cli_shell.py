@@ -189,6 +189,21 @@ def test_bad_counts_and_output_paths_are_usage_errors_before_any_work(args, mess
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option, message", [
+    (["--budget", "99999999999"], "budget must be in -2,147,483,648..2,147,483,647 tokens"),
+    (["--model", "no-such-model"], "config field 'model' has unknown value 'no-such-model'"),
+])
+def test_a_bad_demo_option_fails_before_the_file_is_made(tmp_path, capsys, option, message):
+    """The demo made the file and loaded its 104 sample nodes before the budget or model
+    was checked."""
+    from rms_duck.cli import main
+
+    db = tmp_path / "demo.duckdb"
+    assert main(["demo", "--db", str(db), *option]) == 1
+    assert message in capsys.readouterr().err
+    assert not db.exists()
+
+
 def test_a_negative_eval_budget_says_it_must_be_positive(capsys):
     from rms_duck.cli import main
 

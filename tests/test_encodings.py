@@ -7,6 +7,7 @@ import ast
 import gzip
 import hashlib
 import importlib.util
+import io
 import json
 import socket
 from pathlib import Path
@@ -114,6 +115,26 @@ def test_bpe_dir_serves_o200k_harmony_from_o200k_base_file(fresh, monkeypatch, n
     source = encodings.encoding_source("o200k_harmony")
     assert source.origin.startswith(str(folder)) and source.sha256 == PINNED["o200k_base"]
     assert "<|channel|>" in encodings.get_encoding("o200k_harmony").special_tokens_set
+
+
+@pytest.mark.parametrize("command", [
+    ["pack", "--budget", "300", "--config", '{"encoding": "p50k_base"}'],
+    ["demo", "--encoding", "p50k_base"],
+    ["demo", "--model", "text-davinci-003"],
+    ["eval", "examples/eval_conversations.jsonl", "--encoding", "p50k_base", "--quiet"],
+])
+def test_an_unavailable_encoding_fails_before_a_command_makes_its_database(
+        fresh, monkeypatch, capsys, command):
+    """`rms-duck demo --encoding p50k_base` created the file and loaded the 104 sample nodes
+    into it before the encoding failed; `pack --db` and `eval --db` left a new file too."""
+    from rms_duck.cli import main
+
+    db = fresh / "new.duckdb"
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"id": "a", "score": 0.5, "content": "x"}\n'))
+    assert main([*command, "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert "Error: encoding 'p50k_base' is not available offline" in err, err
+    assert not db.exists() and not Path(f"{db}.wal").exists()
 
 
 def test_missing_file_error_lists_every_way_and_not_what_was_done(fresh, monkeypatch):

@@ -13,10 +13,12 @@ from typing import Any, TextIO
 import pyarrow as pa
 
 from ..bundle import MemoryBundle
+from ..config import parse_config
 from ..duck.api import pack
 from ..duck.connection import connect
 from ..duck.ranking import refresh_index
-from .tokenizer_options import add_tokenizer_arguments, tokenizer_config
+from ..packing.pipeline import _check_budget
+from .tokenizer_options import add_tokenizer_arguments, check_encoding, tokenizer_config
 
 NODE_COLUMNS = (
     "id", "namespace_id", "type", "content", "structured_value", "prose", "epistemic_type",
@@ -102,12 +104,15 @@ def run_demo(db: str, *, budget: int = 4096, context_format: str = "reader",
     folder = examples_dir()
     data = json.loads((folder / "agent_memory.json").read_text(encoding="utf-8"))
     ranking = (folder / "demo_ranking.sql").read_text(encoding="utf-8")
+    # A bad budget, model or encoding fails here, before the file is made and filled.
+    config = parse_config({"context_format": context_format, "query": data["question"],
+                           "reference_time": data["reference_time"], **(tokenizer or {})})
+    _check_budget(budget)
+    check_encoding(config)
     con = connect(db)
     try:
         added = load_memory(con, data)
         refresh_index(con)  # so rms_candidates() works on the file the demo leaves behind
-        config = {"context_format": context_format, "query": data["question"],
-                  "reference_time": data["reference_time"], **(tokenizer or {})}
         bundle = pack(con, ranking, budget=budget, config=config,
                       params=[data["question"], "maya"], session_id="demo")
         stored = con.execute("SELECT count(*) FROM rms_receipts").fetchall()[0][0]

@@ -19,7 +19,7 @@ from ..evaluation.report import ProgressBar, format_categories, format_summary, 
 from ..evaluation.runner import BUDGETS, EvalSettings, run_eval
 from ..formats import FORMATS
 from .argtypes import output_path, positive_int
-from .tokenizer_options import add_tokenizer_arguments, tokenizer_config
+from .tokenizer_options import add_tokenizer_arguments, check_encoding, tokenizer_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     tokenizer = tokenizer_config(args)
-    PackingConfig(**tokenizer)  # a bad --encoding or --model fails before any work
+    # A bad --encoding or --model, or one with no verified local file, fails before any work.
+    check_encoding(PackingConfig(**tokenizer))
     settings = EvalSettings(
         budgets=tuple(_budget(b) for b in _names(args.budgets, "budgets")),
         orderings=_choices(args.orderings, "orderings", ORDERINGS),

@@ -17,6 +17,7 @@ from ..config import parse_config
 from ..duck.types import bundle_row
 from ..errors import CandidateError, ConfigError
 from ..packing.pipeline import _check_budget, pack_candidates
+from .tokenizer_options import check_encoding
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     rows = read_candidates(sys.stdin, storing=args.db is not None and not args.no_store)
     config = parse_config(args.config)
     _check_budget(args.budget)
+    check_encoding(config)
     if args.db is None:
         bundle = pack_candidates(rows, budget=args.budget, config=config)
     else:

@@ -37,3 +37,11 @@ def tokenizer_config(args: argparse.Namespace) -> dict[str, Any]:
     register_tokenizer_files(args)
     return {key: value for key in ("encoding", "model")
             if (value := getattr(args, key, None)) is not None}
+
+
+def check_encoding(config: Any) -> None:
+    """Load the config's encoding now, so an encoding with no verified local file fails
+    before a command opens (and so creates or fills) its database file."""
+    from ..tokens.encodings import load_encoding
+
+    load_encoding(config.encoding)
