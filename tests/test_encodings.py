@@ -137,6 +137,22 @@ def test_an_unavailable_encoding_fails_before_a_command_makes_its_database(
     assert not db.exists() and not Path(f"{db}.wal").exists()
 
 
+def test_a_registered_file_that_cannot_be_read_is_named(fresh, monkeypatch):
+    """A path given to register_bpe_file that is missing (or a folder) was skipped without a
+    word: the error only advised calling register_bpe_file, which the caller had done."""
+    monkeypatch.setattr(rankfiles, "bundled", lambda name: [])
+    missing = fresh / "nowhere" / "p50k_base.tiktoken"
+    rms_duck.register_bpe_file("p50k_base", missing)
+    with pytest.raises(EncodingUnavailableError,
+                       match=rf"Rejected: {missing}, given to register_bpe_file "
+                             r"\(No such file or directory\)"):
+        encodings.get_encoding("p50k_base")
+    rms_duck.register_bpe_file("r50k_base", fresh)  # a folder, where the file was meant
+    with pytest.raises(EncodingUnavailableError,
+                       match=rf"Rejected: {fresh}, given to register_bpe_file \(Is a directory\)"):
+        encodings.get_encoding("r50k_base")
+
+
 def test_missing_file_error_lists_every_way_and_not_what_was_done(fresh, monkeypatch):
     with pytest.raises(EncodingUnavailableError) as info:
         encodings.get_encoding("p50k_edit")

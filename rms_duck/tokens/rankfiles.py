@@ -98,7 +98,9 @@ def bundled_names() -> set[str]:
 def _read(path: Path, search: Search) -> bytes | None:
     try:
         data = path.read_bytes()
-    except OSError:
+    except OSError as exc:
+        if path in REGISTERED.values():  # the caller named this file: say why it was not used
+            search.rejected.append(f"{path}, given to register_bpe_file ({exc.strerror or exc})")
         return None
     if path.suffix == ".gz":
         try:
