@@ -267,8 +267,9 @@ def _node_id(where: _Where, field: str, value: object, required: bool = False) -
         return str(value)
     if isinstance(value, (bytes, bytearray)) and len(value) == 16:
         return str(uuid.UUID(bytes=bytes(value)))
-    if isinstance(value, (str, int)) and not isinstance(value, bool):
-        text = str(value).strip()
+    if isinstance(value, (str, numbers.Integral)) and not isinstance(value, bool):
+        # str(np.int64(1)) is '1' too, but int() spells every Integral as Python does.
+        text = str(value).strip() if isinstance(value, (str, int)) else str(int(value))
         if _ANY_CASE_UUID.fullmatch(text):
             return text.lower()
         return text
@@ -406,6 +407,8 @@ def _whole(where: _Where, field: str, value: object) -> int:
         value = int(value)
     elif isinstance(value, decimal.Decimal) and value.is_finite() and value == int(value):
         value = int(value)  # a DECIMAL or HUGEINT column
+    elif isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+        value = int(value)  # numpy and other integer types (np.int64 from a DataFrame row)
     if isinstance(value, bool) or not isinstance(value, int):
         raise where.fail(field, value, "must be a whole number", "cast it to INTEGER")
     if not INT32_MIN <= value <= INT32_MAX:
@@ -420,9 +423,12 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _flag(where: _Where, field: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise where.fail(field, value, "must be true or false", "cast it to BOOLEAN")
-    return value
+    if isinstance(value, bool):
+        return value
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.bool_):  # from a DataFrame row
+        return bool(value)
+    raise where.fail(field, value, "must be true or false", "cast it to BOOLEAN")
 
 
 def _structured(where: _Where, value: object) -> str:

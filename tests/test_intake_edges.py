@@ -111,6 +111,27 @@ def test_pandas_missing_values_are_null_in_dicts_as_in_tables(con):
         pack_candidates([{**rows[0], "salience": float("nan")}], budget=400)
 
 
+def test_numpy_scalars_in_dict_rows_pack_as_the_table_does(con):
+    """Rows read from a DataFrame as dict(frame.iloc[i]) (or frame[column][i]) hold numpy
+    scalars: an np.int64 id or session_position and an np.bool_ pinned were refused ('must
+    be a whole number, got np.int64(1); cast it to INTEGER'), though the budget takes
+    np.int64 and the same frame packs as a table."""
+    import numpy as np
+
+    frame = pd.DataFrame({"id": [7, 8, 9], "score": [0.9, 0.5, 0.4],
+                          "content": ["alpha", "beta", "gamma"], "pinned": [False, True, False],
+                          "session_id": ["s", "s", "s"], "session_position": [1, 2, 3],
+                          "path_count": [2, 0, 1], "token_cost_estimate": [3, 3, 3]})
+    rows = [dict(frame.iloc[i]) for i in range(len(frame))]
+    assert type(rows[0]["id"]) is np.int64 and type(rows[1]["pinned"]) is np.bool_
+    by_dicts = pack_candidates(rows, budget=400)
+    by_table = rms_duck.pack(con, frame, budget=400, store=False)
+    assert by_dicts.context == by_table.context and by_dicts.receipt == by_table.receipt
+    assert by_dicts.included_ids[0] == "8"  # the pin packs first
+    with pytest.raises(CandidateError, match=r"field 'pinned' must be true or false, got 1"):
+        pack_candidates([{**rows[0], "pinned": 1}], budget=400)
+
+
 def test_nanosecond_times_are_refused_on_every_pandas_path(con):
     frame = pd.DataFrame({"id": ["a"], "score": [0.9], "content": ["x"], "event_time": [
         pd.Timestamp("2023-01-05 12:34:00.123456789", tz="UTC")]})
