@@ -194,3 +194,24 @@ def test_whole_decimals_are_whole_numbers():
 
     row = {"id": "a", "score": 0.5, "content": "x", "path_count": decimal.Decimal(2)}
     assert pack_candidates([row], budget=300).tokens_used > 0
+
+
+def test_a_pandas_column_arrow_cannot_convert_is_ignored_unless_it_feeds_a_field(con):
+    """Unknown columns are ignored, but one Arrow could not convert (an object column of
+    ints and texts) failed the whole pack, advising pa.Table.from_pylist, which fails too."""
+    frame = pd.DataFrame({"id": ["a", "b"], "score": [0.9, 0.5], "content": ["x", "y"],
+                          "meta": [1, "two"]})
+    clean = frame.drop(columns="meta")
+    assert rms_duck.pack(con, frame, budget=300, store=False).context == \
+        rms_duck.pack(con, clean, budget=300, store=False).context
+    grouped = rms_duck.pack_batches(frame.assign(g=1), by="g", budget=300)
+    assert grouped.column("context").to_pylist() == rms_duck.pack_batches(
+        clean.assign(g=1), by="g", budget=300).column("context").to_pylist()
+    mixed = clean.assign(content=["x", 3])
+    for pack in (lambda: rms_duck.pack(con, mixed, budget=300, store=False),
+                 lambda: rms_duck.pack_batches(mixed.assign(g=1), by="g", budget=300)):
+        with pytest.raises(CandidateError, match=r"column content.*must share one type.*"
+                           r"astype\(str\)"):
+            pack()
+    with pytest.raises(CandidateError, match=r"column g .*must share one type"):
+        rms_duck.pack_batches(clean.assign(g=[1, "one"]), by="g", budget=300)

@@ -26,7 +26,7 @@ def arrow_table(data: Any) -> pa.Table:
     pandas = sys.modules.get("pandas")
     if isinstance(data, (pa.Table, pa.RecordBatch)) or hasattr(data, "__arrow_c_stream__") \
             or (pandas is not None and isinstance(data, pandas.DataFrame)):
-        return as_table(data)
+        return as_table(data, candidates=())
     raise CandidateError(
         f"candidates must be a ranking query string or an Arrow-capable table (pyarrow, "
         f"pandas, polars, a DuckDB relation, anything with __arrow_c_stream__), got "

@@ -79,7 +79,7 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
     import pyarrow as pa
 
     keys = _key_names(by)
-    data = as_table(table)
+    data = as_table(table, candidates=keys)
     budget = _check_budget(budget)
     config = parse_config(config)
     costs = _line_costs(line_costs, config)
@@ -338,13 +338,18 @@ def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
     return keys
 
 
-def as_table(table: Any) -> pa.Table:
+def as_table(table: Any, *, candidates: Sequence[str] | None = None) -> pa.Table:
     """Arrow data of any kind as a pyarrow Table; a pandas index is dropped, never a column,
-    and view types (polars' text) become plain ones (columnar.plain_types)."""
-    return plain_types(_any_table(table))
+    and view types (polars' text) become plain ones (columnar.plain_types).
+
+    With `candidates` (extra column names to keep, such as group keys) the table holds
+    candidate rows, so a pandas column Arrow cannot convert that feeds no candidate field
+    (an object column of ints and texts) is left out, as unknown fields are, instead of
+    failing the whole conversion."""
+    return plain_types(_any_table(table, candidates))
 
 
-def _any_table(table: Any) -> pa.Table:
+def _any_table(table: Any, candidates: Sequence[str] | None) -> pa.Table:
     import pyarrow as pa
 
     if isinstance(table, pa.Table):
@@ -354,9 +359,22 @@ def _any_table(table: Any) -> pa.Table:
     pandas = sys.modules.get("pandas")
     try:
         if pandas is not None and isinstance(table, pandas.DataFrame):
-            return pa.Table.from_pandas(table, preserve_index=False)
+            try:
+                return pa.Table.from_pandas(table, preserve_index=False)
+            except (TypeError, ValueError, pa.ArrowException):
+                used = [name for name in table.columns if candidates is not None
+                        and (name in candidates or (isinstance(name, str)
+                                                    and candidate_field(name) is not None))]
+                if candidates is None or len(used) == len(table.columns):
+                    raise
+                return pa.Table.from_pandas(table[used], preserve_index=False)
         return pa.table(table)
     except (TypeError, ValueError, pa.ArrowException) as exc:
+        if pandas is not None and isinstance(table, pandas.DataFrame):
+            raise CandidateError(
+                f"a DataFrame column Arrow cannot convert ({exc}): its values must share one "
+                "type; convert it first, for example df['content'] = "
+                "df['content'].astype(str)") from None
         raise CandidateError(
             f"table must be Arrow data (a pyarrow Table, pandas or polars DataFrame, or an "
             f"__arrow_c_stream__ source), got {type(table).__name__} ({exc}); build one with "
