@@ -402,3 +402,26 @@ def test_categorical_group_keys_group_by_value_as_sql_does(kind):
         got = list(zip(out.column("q").to_pylist(), out.column("context").to_pylist(),
                        strict=True))
     assert got == expected
+
+
+def test_line_cost_export_and_refresh_arguments_get_clear_errors(con, tmp_path):
+    """From the ecosystem review: export_line_costs to a folder raised Arrow's OSError and a
+    failed write could leave a file; refresh_line_costs(formats='reader') read the text as
+    the formats 'r', 'e', ...; pack_batches(by=None) raised a bare TypeError."""
+    from rms_duck.errors import ConfigError
+
+    con.execute("INSERT INTO rms_nodes (id, content) VALUES (uuid(), 'the review moved')")
+    first = rms_duck.refresh_line_costs(con, formats="reader", processes=1)
+    assert (first.lines, first.stored) == (1, 1)
+    assert rms_duck.refresh_line_costs(con, formats=("reader",), processes=1).loaded == 1
+    with pytest.raises(ConfigError, match=r"is a folder; pass the Parquet file to write"):
+        rms_duck.export_line_costs(con, str(tmp_path))
+    missing = tmp_path / "no" / "costs.parquet"
+    with pytest.raises(ConfigError, match=r"cannot write line costs to .*costs\.parquet"):
+        rms_duck.export_line_costs(con, str(missing))
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+    assert rms_duck.export_line_costs(con, str(tmp_path / "costs.parquet")) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["costs.parquet"]
+    with pytest.raises(ConfigError, match=r"by must name the group key column\(s\), got None"):
+        rms_duck.pack_batches(pa.table({"id": ["a"], "score": [1.0], "content": ["x"]}),
+                              by=None, budget=300)

@@ -16,6 +16,7 @@ This module runs SQL through the connection it is given; it does not import duck
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from bisect import bisect_left
@@ -27,7 +28,7 @@ import pyarrow as pa
 from ..bundle import MemoryBundle
 from ..candidates import to_candidates
 from ..config import PackingConfig
-from ..errors import RmsWarning
+from ..errors import ConfigError, RmsWarning
 from ..packing.forecast import frame_lines, likely_lines, standalone_lines
 from ..packing.pipeline import pack_candidates
 from ..records import Candidate
@@ -252,6 +253,7 @@ def refresh_line_costs(con, *, encoding: str = DEFAULT_ENCODING,
     Raises:
         ConfigError: an unknown format. EncodingUnavailableError: an unknown encoding.
     """
+    formats = (formats,) if isinstance(formats, str) else tuple(formats)  # "reader" is one
     counter = LineCounter(encoding)
     encoding_source(encoding)
     seen = loaded = computed = stored = 0
@@ -308,6 +310,9 @@ def export_line_costs(con, path: str, *, encoding: str | None = None) -> int:
 
     Returns:
         The number of line costs written.
+
+    Raises:
+        ConfigError: `path` is a folder, or cannot be written; no file is left behind.
     """
     import pyarrow.parquet as pq
 
@@ -316,15 +321,29 @@ def export_line_costs(con, path: str, *, encoding: str | None = None) -> int:
     if encoding is not None:
         sql += " WHERE encoding = ?"
         params.append(encoding_key(encoding))
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        raise ConfigError(f"path {target!r} is a folder; pass the Parquet file to write, for "
+                          f"example {os.path.join(target, 'line_costs.parquet')!r}")
+    # Written beside the target and moved into place: a failure leaves no half-written file.
+    partial = f"{target}.{os.getpid()}.partial"
     cur = con.cursor()
     written = 0
     try:
         reader = cur.sql(sql + " ORDER BY encoding, line_sha256",
                          params=params).to_arrow_reader(_NODE_BATCH)
-        with pq.ParquetWriter(path, reader.schema) as writer:
-            for batch in reader:
-                writer.write_batch(batch)
-                written += batch.num_rows
+        try:
+            with pq.ParquetWriter(partial, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+                    written += batch.num_rows
+            os.replace(partial, target)
+        except OSError as exc:
+            raise ConfigError(f"cannot write line costs to {target!r} ({exc}); pass a path "
+                              "in a folder that exists and that you may write to") from exc
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
     finally:
         cur.close()
     return written

@@ -327,7 +327,7 @@ def _counter(counters: dict[str, LineCounter], encoding: str) -> LineCounter:
 
 
 def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
-    keys = (by,) if isinstance(by, str) else tuple(by)
+    keys = (by,) if isinstance(by, str) else tuple(by) if isinstance(by, (list, tuple)) else ()
     if not keys or not all(isinstance(k, str) and k for k in keys):
         raise ConfigError(f"by must name the group key column(s), got {by!r}; "
                           "for example by='q' or by=['session_id', 'turn']")
