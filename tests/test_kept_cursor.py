@@ -227,3 +227,36 @@ def test_replace_that_fails_halfway_registers_again_what_it_removed(tmp_path):
     assert "hi there" in owner.execute(one).fetchone()[0]
     other.close()
     owner.close()
+
+
+@pytest.mark.slow  # a process of its own, stopped by a signal
+def test_ctrl_c_during_a_ranking_query_is_a_keyboard_interrupt_and_the_connection_goes_on():
+    """DuckDB's client turns SIGINT during a query into RuntimeError('Query interrupted');
+    rms_duck.pack raised that, where a caller stopping work expects KeyboardInterrupt."""
+    import signal
+    import time
+
+    script = """if True:
+        import sys, rms_duck
+        con = rms_duck.connect()
+        one = "SELECT 'a' AS id, 0.5 AS score, 'x' AS content"
+        rms_duck.pack(con, one, budget=300, store=False)  # imports and cursor made first
+        slow = ("SELECT i::VARCHAR AS id, 0.5 AS score, 'x' AS content "
+                "FROM range(1000000000) t(i) WHERE (i * 7919) % 1000003 = -1")
+        print("ready", flush=True)
+        try:
+            rms_duck.pack(con, slow, budget=300, store=False)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt")
+        print(rms_duck.pack(con, one, budget=300, store=False).tokens_used)
+    """
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(1.0)  # into the query; a signal before it starts waits for it to end
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err
+    lines = out.split()
+    assert lines[0] == "KeyboardInterrupt" and int(lines[1]) > 0, out

@@ -258,6 +258,12 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
             raise QueryLimitError(
                 f"ranking query ran longer than timeout={timeout} s and was interrupted; make "
                 "it cheaper (an index, a LIMIT, fewer joins) or raise timeout") from None
+        except RuntimeError as exc:
+            # Ctrl-C while DuckDB runs the query: its client stops the query and raises
+            # RuntimeError('Query interrupted'); a caller stopping work expects Python's own.
+            if str(exc) == "Query interrupted" and not fired:
+                raise KeyboardInterrupt from exc
+            raise
         finally:
             if timer is not None:
                 timer.cancel()
