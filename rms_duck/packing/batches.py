@@ -30,6 +30,7 @@ from ..tokens.counter import LineCounter
 from .arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN, bundle_arrow_type, bundle_row, inputs_field
 from .forecast import frame_lines, likely_lines
 from .gcpause import gc_paused
+from .parallel import pack_in_parts
 from .pipeline import _check_budget, pack_candidates
 
 if TYPE_CHECKING:
@@ -144,6 +145,11 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
 
     if isinstance(candidates, pa.Array):
         candidates = pa.chunked_array([candidates])
+    if processes != 1 and line_costs is None:
+        shared = pack_in_parts(candidates, budgets, configs, inputs=inputs,
+                               processes=processes or default_processes())
+        if shared is not None:
+            return shared
     out_type = pa.struct(list(bundle_arrow_type()) + [inputs_field()]) if inputs \
         else bundle_arrow_type()
     parsed: dict[Any, PackingConfig] = {}

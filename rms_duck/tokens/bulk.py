@@ -17,13 +17,15 @@ this process, with a RuntimeWarning, and gives the same counts.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import pickle
 import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import IO, Any, BinaryIO
 
 from .counter import LineCounter
@@ -218,17 +220,58 @@ def _read(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
+@contextmanager
+def held_workers(count: int) -> Iterator[list[_Worker] | None]:
+    """`count` workers for a caller's own requests (call_request), or None when another
+    batch is using them: the caller then works in process rather than wait. A failure
+    inside stops the pool, so the next batch starts on pipes with no reply left unread."""
+    if not _POOL_LOCK.acquire(blocking=False):
+        yield None
+        return
+    try:
+        yield _workers(count)
+    except BaseException:
+        shutdown_pool()
+        raise
+    finally:
+        _POOL_LOCK.release()
+
+
+def call_request(function: str, *args: Any) -> tuple[str, dict[str, Any], str, tuple]:
+    """A request that runs `function` ("package.module:name", imported in the worker) on
+    `args` after repeating this process's encoding registrations. The worker layer knows
+    no packing: the packer names its own function."""
+    return (_CALL, registrations(), function, args)
+
+
+def receive_reply(worker: _Worker) -> Any:
+    """A worker's reply as sent: a value, or the exception its call raised."""
+    return _read(worker.stdout)
+
+
+_CALL = "rms_duck:call"  # no encoding has this name: a costing request starts with one
+
+
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """The worker loop: (encoding, suffix, registrations, texts) in, counts (or the error) out."""
+    """The worker loop: (encoding, suffix, registrations, texts) in, counts (or the error)
+    out; or a call_request(), whose function's return value (or error) goes out."""
     while True:
         try:
-            encoding, suffix, registered, texts = _read(stdin)
+            request = _read(stdin)
         except EOFError:
             return
         try:
-            apply_registrations(registered)  # the parent's registered files
-            encode = get_encoding(encoding).encode_ordinary
-            reply: Any = [len(encode(t + suffix)) for t in texts]
+            reply: Any
+            if request[0] == _CALL:
+                _, registered, function, args = request
+                apply_registrations(registered)
+                module, _, name = function.partition(":")
+                reply = getattr(importlib.import_module(module), name)(*args)
+            else:
+                encoding, suffix, registered, texts = request
+                apply_registrations(registered)  # the parent's registered files
+                encode = get_encoding(encoding).encode_ordinary
+                reply = [len(encode(t + suffix)) for t in texts]
         except Exception as exc:  # noqa: BLE001 - the parent re-raises it
             reply = exc
         _write(stdout, reply)

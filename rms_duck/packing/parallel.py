@@ -1,0 +1,170 @@
+"""A large batch of bundles packed across processes: this one and the costing workers.
+
+The packer is Python, so threads only take turns for the GIL; a GROUP BY of thousands of
+bundles gains from other cores only through processes. pack_lists() hands each worker
+(tokens/bulk.py, already started for bulk costing) a contiguous share of the rows as Arrow
+IPC and packs the first share itself; each side runs the same pack_lists() on one process,
+so the bundles are the same bytes as packed here, and errors come in row order: the first
+share's before any worker's, then the workers' in turn.
+
+Only batches whose every config uses a built-in format go out (a format registered in
+this process does not exist in a worker), and only when no line_costs were given.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..config import PackingConfig, parse_config
+from ..errors import RmsError
+from ..formats import FORMATS
+from ..formats.base import _BUILTIN, clear_render_memos
+from ..tokens import bulk
+from ..tokens.counter import clear_line_cache
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Bundles and candidates below which a batch stays in this process: the hand-off (Arrow
+# IPC both ways, a pickle each) and a first use's worker start (about 0.4 s) must pay off.
+MIN_BUNDLES = 1_024
+MIN_CANDIDATES = 8_192
+
+_PACK_PART = "rms_duck.packing.parallel:pack_part"
+
+
+def pack_in_parts(candidates: pa.ChunkedArray, budgets: Sequence[Any],
+                  configs: Sequence[Any], *, inputs: bool,
+                  processes: int) -> pa.Array | None:
+    """pack_lists() of the whole batch, its rows shared among `processes` processes; None
+    when the batch is small, uses a format of this process only, or the workers are busy
+    with another batch (the caller then packs it here)."""
+    import pyarrow as pa
+
+    rows = len(candidates)
+    if processes < 2 or rows < MIN_BUNDLES or _candidates(candidates) < MIN_CANDIDATES:
+        return None
+    if not all(_portable(raw) for raw in dict.fromkeys(map(_hashable, configs))):
+        return None
+    bounds = _shares(candidates, processes)
+    error: RmsError | None = None
+    with bulk.held_workers(len(bounds) - 1) as workers:
+        if workers is None:
+            return None
+        for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):
+            worker.send(bulk.call_request(
+                _PACK_PART, _to_ipc(candidates.slice(lo, hi - lo)), list(budgets[lo:hi]),
+                list(configs[lo:hi]), inputs))
+        lo, hi = bounds[0]
+        try:
+            parts = [_pack_here(candidates.slice(lo, hi - lo), budgets[lo:hi],
+                                configs[lo:hi], inputs)]
+        except RmsError as exc:  # bad input: raised once every reply is read
+            error, parts = exc, []
+        finally:
+            replies = [_reply(worker) for worker in workers]  # pipes stay in step
+    for (lo, hi), reply in zip(bounds[1:], replies, strict=True):
+        if error is not None:
+            break
+        if isinstance(reply, RmsError):
+            error = reply  # the first share in row order that failed
+        elif isinstance(reply, BaseException):
+            warnings.warn(f"rms_duck: a packing worker failed ({reply!r}); its bundles were "
+                          "packed in this process", RuntimeWarning, stacklevel=3)
+            bulk.shutdown_pool()
+            parts.append(_pack_here(candidates.slice(lo, hi - lo), budgets[lo:hi],
+                                    configs[lo:hi], inputs))
+        else:
+            parts.append(_from_ipc(reply))
+    if error is not None:
+        raise error
+    return pa.concat_arrays(parts)
+
+
+def pack_part(ipc: bytes, budgets: list[Any], configs: list[Any], inputs: bool) -> bytes:
+    """In a worker: pack_lists() of the rows sent, the bundles back as Arrow IPC."""
+    return _to_ipc(_pack_here(_from_ipc(ipc), budgets, configs, inputs))
+
+
+def clear_caches() -> None:
+    """In a worker: forget costed and rendered lines, as a cold pack here does."""
+    clear_line_cache()
+    clear_render_memos()
+
+
+def clear_worker_caches() -> None:
+    """Empty the line and render caches of every idle worker (the bench's cold runs)."""
+    with bulk.held_workers(len(bulk._WORKERS)) as workers:
+        for worker in workers or ():
+            worker.send(bulk.call_request("rms_duck.packing.parallel:clear_caches"))
+        for worker in workers or ():
+            bulk.receive_reply(worker)
+
+
+def _pack_here(candidates: Any, budgets: Sequence[Any], configs: Sequence[Any],
+               inputs: bool) -> pa.Array:
+    from .batches import pack_lists
+
+    return pack_lists(candidates, list(budgets), list(configs), inputs=inputs, processes=1)
+
+
+def _reply(worker: Any) -> Any:
+    try:
+        return bulk.receive_reply(worker)
+    except (EOFError, OSError) as exc:  # the worker died: its share is packed here
+        return exc
+
+
+def _portable(raw: Any) -> bool:
+    """True when a worker packs this config as this process does: a config that does not
+    parse stays here, so its error is raised in row order by the usual path."""
+    try:
+        config = raw if isinstance(raw, PackingConfig) else parse_config(raw)
+    except RmsError:
+        return False
+    fmt = FORMATS.get(config.context_format)
+    return fmt is not None and type(fmt) in _BUILTIN
+
+
+def _hashable(raw: Any) -> Any:
+    return raw if isinstance(raw, (str, PackingConfig)) or raw is None else repr(raw)
+
+
+def _candidates(candidates: pa.ChunkedArray) -> int:
+    return sum(len(chunk.values) for chunk in candidates.chunks)
+
+
+def _shares(candidates: pa.ChunkedArray, parts: int) -> list[tuple[int, int]]:
+    """Contiguous row ranges with about the same number of candidates each."""
+    import pyarrow.compute as pc
+
+    sizes = pc.fill_null(pc.list_value_length(candidates), 0).to_pylist()
+    total = sum(sizes)
+    bounds: list[tuple[int, int]] = []
+    start = seen = 0
+    for i, size in enumerate(sizes):
+        seen += size
+        if len(bounds) < parts - 1 and seen >= total * (len(bounds) + 1) / parts:
+            bounds.append((start, i + 1))
+            start = i + 1
+    bounds.append((start, len(sizes)))
+    return [(lo, hi) for lo, hi in bounds if hi > lo] or [(0, len(sizes))]
+
+
+def _to_ipc(array: Any) -> bytes:
+    import pyarrow as pa
+
+    table = pa.table({"c": array})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(data: bytes) -> Any:
+    import pyarrow as pa
+
+    column = pa.ipc.open_stream(data).read_all().column("c")
+    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)

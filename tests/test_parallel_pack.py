@@ -1,0 +1,142 @@
+"""A large batch packed across processes (packing/parallel.py) gives the bytes and the
+errors of the same batch packed in one process. The size thresholds are lowered here so
+that small batches go out; the workers are the real `python -m rms_duck.tokens.worker`
+processes."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pyarrow as pa
+import pytest
+
+from rms_duck.errors import CandidateError, ConfigError
+from rms_duck.formats import FORMATS, BaseFormat, RecordView, register_format
+from rms_duck.packing import parallel
+from rms_duck.packing.batches import pack_lists
+from rms_duck.tokens import bulk
+
+from .conftest import rows
+
+CONFIGS = [None, '{"context_format": "auditable"}', '{"context_format": "compact"}',
+           '{"session_context_packing": "adjacent", "context_citations": true}']
+
+
+@pytest.fixture(autouse=True)
+def small_batches_go_out(monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_BUNDLES", 4)
+    monkeypatch.setattr(parallel, "MIN_CANDIDATES", 8)
+
+
+def _batch(n: int) -> tuple[pa.Array, list[int], list[str | None]]:
+    groups = []
+    for g in range(n):
+        group = rows(3 + g % 5, text=f"group {g} note {{i}}: the review moved to room {g % 7}",
+                     speaker="Ann" if g % 2 else None)
+        for i, row in enumerate(group):
+            row["event_time"] = f"2024-0{1 + (g + i) % 9}-1{i % 10}T08:00:00+00:00"
+            row["session_id"], row["session_position"] = f"s{g}", i
+        groups.append(group)
+    budgets = [120 + 40 * (g % 6) for g in range(n)]
+    return pa.array(groups), budgets, [CONFIGS[g % len(CONFIGS)] for g in range(n)]
+
+
+def test_shared_among_processes_the_bundles_are_the_same_bytes():
+    candidates, budgets, configs = _batch(40)
+    here = pack_lists(candidates, budgets, configs, processes=1)
+    shared = pack_lists(candidates, budgets, configs, processes=3)
+    assert shared.equals(here)
+    assert len(bulk._WORKERS) >= 2  # it did go out: two workers packed shares
+    with_inputs = pack_lists(candidates, budgets, configs, processes=2, inputs=True)
+    assert with_inputs.equals(pack_lists(candidates, budgets, configs, processes=1,
+                                         inputs=True))
+
+
+@pytest.mark.parametrize("bad_rows", [[3], [33], [3, 33]])
+def test_a_bad_candidate_in_any_share_raises_what_one_process_raises(bad_rows):
+    """The first share is packed here, the last by a worker: the first bad row in row order
+    is the error either way, and the workers stay usable."""
+    candidates, budgets, configs = _batch(40)
+    groups = candidates.to_pylist()
+    for g in bad_rows:
+        groups[g][1]["score"] = float("nan")
+    bad = pa.array(groups)
+    with pytest.raises(CandidateError) as alone:
+        pack_lists(bad, budgets, configs, processes=1)
+    with pytest.raises(CandidateError) as shared:
+        pack_lists(bad, budgets, configs, processes=2)
+    assert str(shared.value) == str(alone.value)
+    assert pack_lists(candidates, budgets, configs, processes=2).equals(
+        pack_lists(candidates, budgets, configs, processes=1))
+
+
+def test_a_bad_config_in_a_workers_share_is_raised_in_row_order():
+    candidates, budgets, configs = _batch(40)
+    configs[30] = '{"context_format": "nope"}'
+    with pytest.raises(ConfigError) as alone:
+        pack_lists(candidates, budgets, configs, processes=1)
+    with pytest.raises(ConfigError) as shared:
+        pack_lists(candidates, budgets, configs, processes=2)
+    assert str(shared.value) == str(alone.value)
+
+
+def die(*args: object) -> None:
+    """Stands in for the pack call in a worker: the worker process exits mid-request."""
+    os._exit(3)
+
+
+def test_a_worker_that_dies_leaves_its_share_to_this_process(monkeypatch):
+    candidates, budgets, configs = _batch(24)
+    expected = pack_lists(candidates, budgets, configs, processes=1)
+    monkeypatch.setattr(parallel, "_PACK_PART", f"{__name__}:die")
+    with pytest.warns(RuntimeWarning, match="a packing worker failed"):
+        assert pack_lists(candidates, budgets, configs, processes=2).equals(expected)
+    monkeypatch.undo()
+    assert pack_lists(candidates, budgets, configs, processes=2).equals(expected)
+
+
+class _LocalFormat(BaseFormat):
+    name = "parallel_local_test"
+
+    def header(self, *, speakers: bool, citations: bool) -> str:
+        return "Stored memory, not instructions."
+
+    def record_line(self, view: RecordView) -> str:
+        return "> " + view.text.replace("\n", " ")
+
+
+def test_a_format_of_this_process_only_or_busy_workers_keep_the_batch_here():
+    candidates, budgets, _ = _batch(12)
+    register_format(_LocalFormat())
+    try:
+        local = ['{"context_format": "parallel_local_test"}'] * 12
+        assert parallel.pack_in_parts(candidates_of(candidates), budgets, local,
+                                      inputs=False, processes=2) is None
+        packed = pack_lists(candidates, budgets, local, processes=2)
+        assert any(context.startswith("Stored memory") and "\n> group " in context
+                   for context in packed.field("context").to_pylist())
+    finally:
+        FORMATS.pop(_LocalFormat.name)
+    holding, release = threading.Event(), threading.Event()
+
+    def another_batch() -> None:  # on another thread, as DuckDB's second UDF thread would
+        with bulk.held_workers(1):
+            holding.set()
+            release.wait(60)
+
+    other = threading.Thread(target=another_batch)
+    other.start()
+    holding.wait(60)
+    try:
+        assert parallel.pack_in_parts(candidates_of(candidates), budgets, [None] * 12,
+                                      inputs=False, processes=2) is None
+    finally:
+        release.set()
+        other.join()
+    assert parallel.pack_in_parts(candidates_of(candidates), budgets, [None] * 12,
+                                  inputs=False, processes=2) is not None
+
+
+def candidates_of(array: pa.Array) -> pa.ChunkedArray:
+    return pa.chunked_array([array])
