@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 
@@ -153,3 +156,24 @@ def record_lines(context: str) -> list[str]:
     first = next((i for i, line in enumerate(lines) if reader_kind(line) == "section"),
                  len(lines))
     return [line for line in lines[first:] if reader_kind(line) == "record"]
+
+
+@contextmanager
+def held_on_another_thread(hold: AbstractContextManager) -> Iterator[None]:
+    """Keep `hold` entered on another thread (as a second packing thread would) while the
+    with-block runs."""
+    held, release = threading.Event(), threading.Event()
+
+    def holding() -> None:
+        with hold:
+            held.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=holding)
+    thread.start()
+    held.wait(60)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join()

@@ -21,7 +21,7 @@ from rms_duck.tokens import bulk
 from rms_duck.tokens.counter import LineCounter, clear_line_cache, word_runs
 from tests.thorough import examples
 
-from .conftest import rows
+from .conftest import held_on_another_thread, rows
 
 TEXTS = ["hello world", "", "<|endoftext|> is text", "caf\u00e9 \u65e5\u672c\u8a9e \U0001f642",
          "tab\tand\nnewline", "  leading spaces", "x" * 3000]
@@ -262,17 +262,7 @@ def test_a_child_forked_while_another_thread_packs_can_pack():
 
     import pyarrow as pa
 
-    held, release = threading.Event(), threading.Event()
-
-    def packing():  # another thread, mid-pack
-        with batches._PACK_LOCK[0]:
-            held.set()
-            release.wait(30)
-
-    thread = threading.Thread(target=packing)
-    thread.start()
-    held.wait(30)
-    try:
+    with held_on_another_thread(batches._PACK_LOCK[0]):  # another thread, mid-pack
         pid = os.fork()
         if pid == 0:
             signal.alarm(20)  # a hung child dies of SIGALRM instead of hanging the test
@@ -280,9 +270,6 @@ def test_a_child_forked_while_another_thread_packs_can_pack():
             batches.pack_batches(table, by="q", budget=200, processes=1)
             os._exit(0)
         _, status = os.waitpid(pid, 0)
-    finally:
-        release.set()
-        thread.join()
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
 
 

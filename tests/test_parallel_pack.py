@@ -6,7 +6,6 @@ processes."""
 from __future__ import annotations
 
 import os
-import threading
 
 import pyarrow as pa
 import pytest
@@ -17,7 +16,7 @@ from rms_duck.packing import parallel
 from rms_duck.packing.batches import pack_lists
 from rms_duck.tokens import bulk
 
-from .conftest import rows
+from .conftest import held_on_another_thread, rows
 
 CONFIGS = [None, '{"context_format": "auditable"}', '{"context_format": "compact"}',
            '{"session_context_packing": "adjacent", "context_citations": true}']
@@ -118,22 +117,9 @@ def test_a_format_of_this_process_only_or_busy_workers_keep_the_batch_here():
                    for context in packed.field("context").to_pylist())
     finally:
         FORMATS.pop(_LocalFormat.name)
-    holding, release = threading.Event(), threading.Event()
-
-    def another_batch() -> None:  # on another thread, as DuckDB's second UDF thread would
-        with bulk.held_workers(1):
-            holding.set()
-            release.wait(60)
-
-    other = threading.Thread(target=another_batch)
-    other.start()
-    holding.wait(60)
-    try:
+    with held_on_another_thread(bulk.held_workers(1)):  # another batch holds the workers
         assert parallel.pack_in_parts(candidates_of(candidates), budgets, [None] * 12,
                                       inputs=False, processes=2) is None
-    finally:
-        release.set()
-        other.join()
     assert parallel.pack_in_parts(candidates_of(candidates), budgets, [None] * 12,
                                   inputs=False, processes=2) is not None
 
