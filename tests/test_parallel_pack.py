@@ -126,3 +126,38 @@ def test_a_format_of_this_process_only_or_busy_workers_keep_the_batch_here():
 
 def candidates_of(array: pa.Array) -> pa.ChunkedArray:
     return pa.chunked_array([array])
+
+
+def test_rms_store_of_many_groups_packs_across_processes_and_stores_a_chain_that_verifies(
+        monkeypatch):
+    import rms_duck
+    from rms_duck.duck import sqlstore
+
+    went_out = []
+
+    def recorded(*args, **kwargs):
+        shares = parallel.in_parts(*args, **kwargs)
+        went_out.append(shares is not None)
+        return shares
+
+    monkeypatch.setattr(sqlstore, "in_parts", recorded)
+    monkeypatch.setattr(sqlstore, "default_processes", lambda: 2)
+    candidates, budgets, configs = _batch(40)
+    con = rms_duck.connect()
+    con.register("groups", pa.table({"q": list(range(40)), "c": candidates,
+                                     "budget": budgets, "config": configs}))
+    con.execute("CREATE TABLE t AS SELECT * FROM groups")
+    packed = con.execute("SELECT q, pack_context(c, budget, config).context FROM t "
+                         "ORDER BY q").fetchall()
+    stored = con.execute("SELECT q, rms_store(c, budget, config) FROM t ORDER BY q").fetchall()
+    assert went_out == [True]
+    contexts = dict(con.execute(
+        "SELECT r.receipt_id::VARCHAR, b.context FROM rms_receipts r JOIN rms_bundles b USING "
+        "(bundle_id)").fetchall())
+    assert [(q, contexts[receipt]) for q, receipt in stored] == packed
+    assert rms_duck.verify_receipts(con) == []
+    bad = pa.array([[{"id": "a", "score": float("nan"), "content": "x"}]] * 40)
+    con.register("bad", pa.table({"q": list(range(40)), "c": bad}))
+    with pytest.raises(Exception, match="CandidateError: candidate #0 .*score"):
+        con.execute("SELECT rms_store(c, 300) FROM bad").fetchall()
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchone() == (40,)

@@ -28,6 +28,8 @@ from ..config import PackingConfig, parse_config
 from ..errors import ReceiptError, RmsError
 from ..packing.batches import candidate_rows, in_group, pack_in_turn
 from ..packing.gcpause import gc_paused
+from ..packing.parallel import from_ipc, in_parts
+from ..tokens.bulk import default_processes
 from .cursors import cursor
 from .storage import BATCH_ROWS, Pending, append_pending, pending_bundle
 
@@ -66,8 +68,13 @@ def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
         raise ReceiptError("rms_store has no connection to store through; call rms_store() "
                            "on a connection prepared by rms_duck.connect() or "
                            "rms_duck.register(con), not rms_store_udf() directly")
-    with gc_paused():  # once a call, as pack_context's slices do: not once a bundle
-        pending = _packed(candidates, budgets, configs, namespaces, sessions)
+    columns = [budgets.to_pylist(), configs.to_pylist(), namespaces.to_pylist(),
+               sessions.to_pylist()]
+    # A call of many groups is packed across processes, as pack_context's (parallel.py).
+    shares = in_parts(candidates, columns, configs=columns[1], processes=default_processes(),
+                      function=_PENDING_PART, here=_packed_here)
+    pending = [row for share in shares for row in share] if shares is not None else \
+        _packed_here(candidates, columns)
     out: list[str] = []
     cur = cursor(con)
     try:
@@ -87,14 +94,29 @@ def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
     return pa.array(out, type=pa.string())
 
 
-def _packed(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray, configs: pa.ChunkedArray,
-            namespaces: pa.ChunkedArray, sessions: pa.ChunkedArray) -> list[Pending]:
+_PENDING_PART = "rms_duck.duck.sqlstore:pending_part"
+
+
+def pending_part(ipc: bytes, budgets: list[Any], configs: list[Any], namespaces: list[Any],
+                 sessions: list[Any]) -> list[Pending]:
+    """In a worker process: the groups sent, packed and ready to store here."""
+    return _packed_here(from_ipc(ipc), [budgets, configs, namespaces, sessions])
+
+
+def _packed_here(candidates: Any, columns: list[list[Any]]) -> list[Pending]:
+    with gc_paused():  # once a call, as pack_context's slices do: not once a bundle
+        return _packed(candidates, *columns)
+
+
+def _packed(candidates: Any, budgets: list[Any], configs: list[Any], namespaces: list[Any],
+            sessions: list[Any]) -> list[Pending]:
     """Every group of the call packed, before any is stored: a bad one stores nothing."""
+    if isinstance(candidates, pa.Array):
+        candidates = pa.chunked_array([candidates])
     parsed: dict[Any, PackingConfig] = {}
     packed = []
     for rows, budget, raw, namespace, session in zip(
-            candidate_rows(candidates), budgets.to_pylist(), configs.to_pylist(),
-            namespaces.to_pylist(), sessions.to_pylist(), strict=False):
+            candidate_rows(candidates), budgets, configs, namespaces, sessions, strict=False):
         try:
             config = parsed.get(raw)
             if config is None:

@@ -14,7 +14,7 @@ this process does not exist in a worker), and only when no line_costs were given
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config import PackingConfig, parse_config
@@ -43,26 +43,44 @@ def pack_in_parts(candidates: pa.ChunkedArray, budgets: Sequence[Any],
     with another batch (the caller then packs it here)."""
     import pyarrow as pa
 
-    rows = len(candidates)
-    if processes < 2 or rows < MIN_BUNDLES or _candidates(candidates) < MIN_CANDIDATES:
+    parts = in_parts(candidates, [budgets, configs], configs=configs, processes=processes,
+                     function=_PACK_PART, here=lambda part, columns: _pack_here(
+                         part, columns[0], columns[1], inputs), extra=(inputs,),
+                     decode=from_ipc)
+    return None if parts is None else pa.concat_arrays(parts)
+
+
+def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
+             configs: Sequence[Any], processes: int, function: str,
+             here: Callable[[Any, list[list[Any]]], Any], extra: tuple[Any, ...] = (),
+             decode: Callable[[Any], Any] = lambda reply: reply) -> list[Any] | None:
+    """The batch's rows in contiguous shares: the first through `here(candidates, columns)`
+    in this process, each other by `function` ("module:name") in a worker, called with the
+    share's candidates as Arrow IPC, its slice of each column and `extra`; each worker's
+    result goes through `decode`. Returns the shares' results in row order, or None when
+    the batch stays here (see pack_in_parts). A share's RmsError is raised in row order
+    once every reply is read; a worker that fails otherwise has its share done here."""
+    if processes < 2 or len(candidates) < MIN_BUNDLES or \
+            _candidates(candidates) < MIN_CANDIDATES:
         return None
     if not all(_portable(raw) for raw in dict.fromkeys(map(_hashable, configs))):
         return None
     bounds = _shares(candidates, processes)
+
+    def share(lo: int, hi: int) -> tuple[Any, list[list[Any]]]:
+        return candidates.slice(lo, hi - lo), [list(column[lo:hi]) for column in columns]
+
     error: RmsError | None = None
     with bulk.held_workers(len(bounds) - 1) as workers:
         if workers is None:
             return None
         for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):
-            worker.send(bulk.call_request(
-                _PACK_PART, _to_ipc(candidates.slice(lo, hi - lo)), list(budgets[lo:hi]),
-                list(configs[lo:hi]), inputs))
-        lo, hi = bounds[0]
+            part, sliced = share(lo, hi)
+            worker.send(bulk.call_request(function, _to_ipc(part), *sliced, *extra))
         try:
-            parts = [_pack_here(candidates.slice(lo, hi - lo), budgets[lo:hi],
-                                configs[lo:hi], inputs)]
+            results = [here(*share(*bounds[0]))]
         except RmsError as exc:  # bad input: raised once every reply is read
-            error, parts = exc, []
+            error, results = exc, []
         finally:
             replies = [_reply(worker) for worker in workers]  # pipes stay in step
     for (lo, hi), reply in zip(bounds[1:], replies, strict=True):
@@ -74,18 +92,17 @@ def pack_in_parts(candidates: pa.ChunkedArray, budgets: Sequence[Any],
             warnings.warn(f"rms_duck: a packing worker failed ({reply!r}); its bundles were "
                           "packed in this process", RuntimeWarning, stacklevel=3)
             bulk.shutdown_pool()
-            parts.append(_pack_here(candidates.slice(lo, hi - lo), budgets[lo:hi],
-                                    configs[lo:hi], inputs))
+            results.append(here(*share(lo, hi)))
         else:
-            parts.append(_from_ipc(reply))
+            results.append(decode(reply))
     if error is not None:
         raise error
-    return pa.concat_arrays(parts)
+    return results
 
 
 def pack_part(ipc: bytes, budgets: list[Any], configs: list[Any], inputs: bool) -> bytes:
     """In a worker: pack_lists() of the rows sent, the bundles back as Arrow IPC."""
-    return _to_ipc(_pack_here(_from_ipc(ipc), budgets, configs, inputs))
+    return _to_ipc(_pack_here(from_ipc(ipc), budgets, configs, inputs))
 
 
 def clear_caches() -> None:
@@ -163,7 +180,8 @@ def _to_ipc(array: Any) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _from_ipc(data: bytes) -> Any:
+def from_ipc(data: bytes) -> Any:
+    """The column _to_ipc() wrote, as one Arrow array."""
     import pyarrow as pa
 
     column = pa.ipc.open_stream(data).read_all().column("c")
