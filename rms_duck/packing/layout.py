@@ -70,6 +70,12 @@ class Layout:
     records: int = 0
     used: int = 0
     elide: bool = field(init=False)  # the format leaves out a lone time line (elides_times)
+    # Kept as records come and go, so taking one out costs no pass over the others (the
+    # section 7 ladder takes out and puts back every pin and task): the packed records
+    # naming each conflict pair, and the tokens of all record lines and shown date lines.
+    pair_counts: dict[tuple[str, str], int] = field(init=False, default_factory=dict)
+    line_tokens: int = field(init=False, default=0)
+    date_tokens: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.elide = elides_times(self.fmt)
@@ -116,6 +122,9 @@ class Layout:
 
     def add(self, entry: Entry, delta: int) -> None:
         key = group_key(entry.candidate.namespace_id, entry.section)
+        if entry.dates:
+            self.date_tokens += self._dates_delta(key, entry.dates)
+        self.line_tokens += entry.cost
         if key not in self.groups:
             self.labels[key] = self.label_cost(key, entry.section, entry.candidate.namespace_id)
             self.groups[key] = []
@@ -131,12 +140,18 @@ class Layout:
         pairs = _pairs_of(entry)
         if pairs:
             self.pairs = self.pairs | pairs
+            named = self.pair_counts
+            for pair in pairs:
+                named[pair] = named.get(pair, 0) + 1
         self.used += delta
 
     def remove(self, entry: Entry) -> None:
-        """Take a packed entry out again and recompute the cost from scratch."""
+        """Take a packed entry out again and recompute the cost from the running totals."""
         key = group_key(entry.candidate.namespace_id, entry.section)
-        self.groups[key].remove(entry)
+        group = self.groups[key]
+        # By identity (no two packed entries are equal: each has its own order), not by
+        # the dataclass's field-by-field __eq__ on every entry before it.
+        del group[next(i for i, e in enumerate(group) if e is entry)]
         counts = self.dated.get(key, {})
         for i in range(len(entry.dates)):
             prefix = entry.dates[: i + 1]
@@ -155,19 +170,28 @@ class Layout:
             self.times.pop(key, None)
         self.records -= 1
         self.speakers -= entry.speaker
-        self.pairs = frozenset(p for es in self.groups.values() for e in es for p in _pairs_of(e))
+        self.line_tokens -= entry.cost
+        if entry.dates:
+            # Putting the entry back would bring exactly the date lines it took away.
+            self.date_tokens -= self._dates_delta(key, entry.dates)
+        pairs = _pairs_of(entry)
+        if pairs:
+            named = self.pair_counts
+            gone = set()
+            for pair in pairs:
+                named[pair] -= 1
+                if not named[pair]:
+                    del named[pair]
+                    gone.add(pair)
+            if gone:
+                self.pairs = self.pairs - gone
         self.used = self.recount()
 
     def recount(self) -> int:
         if self.records == 0:
             return 0
-        lines = sum(e.cost for entries in self.groups.values() for e in entries)
-        dates = sum(self.counter.line_cost(prefix[-1])
-                    for key, counts in self.dated.items() for prefix in counts
-                    if not (self.elide and len(prefix) == _TIME + 1
-                            and len(self.times[key][prefix[:_TIME]]) < 2))
         return (self.header_cost(self.speakers > 0) + self.metadata_cost(self.pairs)
-                + sum(self.labels.values()) + lines + dates)
+                + sum(self.labels.values()) + self.line_tokens + self.date_tokens)
 
     def _metadata_delta(self, entry: Entry) -> int:
         new = _pairs_of(entry)
@@ -182,7 +206,9 @@ class Layout:
         self.dated.clear()
         self.times.clear()
         self.records = self.speakers = self.used = 0
+        self.line_tokens = self.date_tokens = 0
         self.pairs = frozenset()
+        self.pair_counts.clear()
 
     def ordered(self) -> list[tuple[GroupKey, list[Entry]]]:
         return sorted(self.groups.items(), key=lambda item: item[0])
