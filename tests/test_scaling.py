@@ -31,3 +31,28 @@ def test_raising_downgraded_pins_takes_each_out_without_a_pass_over_the_others(m
     levels = {r.representation for r in bundle.included}
     assert len(bundle.included) == n and levels == {"full", "prose"}, levels  # raised some
     assert visited[0] <= 10 * n, visited[0]  # a rebuild per pin taken out: 161,754
+
+
+def test_records_citing_the_same_sources_are_not_compared_once_per_shared_source(monkeypatch):
+    """Folding compared each candidate with every packed record of each of its sources, and
+    each packed record with every earlier one of each source: records citing the same 50
+    events cost 50 comparisons per pair (1,000 of them: 12.3 s, now 0.07 s; 4,000 claims
+    of one source event: 4.9 s, now 0.56 s). Now a pair whose texts do not contain one
+    another is not compared at all."""
+    from rms_duck.packing import selector
+
+    n = 300
+    sources = [f"e{k}" for k in range(20)]
+    rows = [{"id": f"n{i:04d}", "score": 0.5, "content": _text(i, 8), "evidence_ids": sources}
+            for i in range(n)]
+    compared = [0]
+    folds_into = selector.folds_into
+
+    def counted(inner, outer):
+        compared[0] += 1
+        return folds_into(inner, outer)
+
+    monkeypatch.setattr(selector, "folds_into", counted)
+    bundle = pack_candidates(rows, budget=50_000)
+    assert len(bundle.included) == n
+    assert compared[0] <= n, compared[0]  # once per source and pair: 1,794,000

@@ -9,9 +9,14 @@ speaker (if it has one). Folded records are excluded with reason FOLDED.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..formats.base import RecordView
 from ..formats.reader import reader_tags
 from ..timefmt import as_utc
+
+if TYPE_CHECKING:
+    from .layout import Entry
 
 
 def folds_into(inner: RecordView, outer: RecordView) -> bool:
@@ -36,3 +41,52 @@ def _window(c):
         return None
     start = as_utc(c.valid_from) if c.valid_from is not None else None
     return start, as_utc(c.valid_to)
+
+
+class FoldIndex:
+    """The packed records others may fold into (those citing a source event), by candidate
+    id: one collection however many sources they share, so a pack whose records all cite
+    the same events visits each packed record once per check, not once per shared source.
+    The first test of folds_into (is the inner text in the outer one?) runs on their texts,
+    kept beside them: joined, for one test against all of them at once in C."""
+
+    __slots__ = ("entries", "_texts", "_stripped", "_joined")
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Entry] = {}
+        self._texts: dict[str, str] = {}
+        self._stripped: dict[str, str] = {}
+        self._joined: str | None = ""
+
+    def add(self, entry: Entry) -> None:
+        key, text = entry.candidate.id, entry.view.text
+        self.entries[key] = entry
+        self._texts[key] = text
+        self._stripped[key] = text.strip()
+        self._joined = None
+
+    def discard(self, entry: Entry) -> None:
+        key = entry.candidate.id
+        if self.entries.get(key) is entry:
+            del self.entries[key], self._texts[key], self._stripped[key]
+            self._joined = None
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self._texts.clear()
+        self._stripped.clear()
+        self._joined = ""
+
+    def showing(self, text: str) -> list[Entry]:
+        """The records whose text holds `text` (none, mostly: tested at once first)."""
+        if self._joined is None:
+            self._joined = "\x00".join(self._texts.values())
+        if text not in self._joined:
+            return []
+        entries = self.entries
+        return [entries[key] for key, outer in self._texts.items() if text in outer]
+
+    def shown_in(self, text: str) -> list[Entry]:
+        """The records whose stripped text `text` holds."""
+        entries = self.entries
+        return [entries[key] for key, inner in self._stripped.items() if inner in text]

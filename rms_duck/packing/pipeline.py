@@ -323,7 +323,7 @@ def _restart(sel: Selector, tier: list[Candidate]) -> None:
         if outcome.entry is not None or outcome.reason not in kept:
             outcome.entry, outcome.reason, outcome.tried = None, None, ()
     sel.layout.clear()
-    sel.packed_by_source.clear()
+    sel.fold_index.clear()
 
 
 def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,

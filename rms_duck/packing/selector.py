@@ -25,7 +25,7 @@ from ..records import (
 from ..tokens.counter import LineCounter
 from ..unfrozen import new, unfrozen_twin
 from .compat import version3
-from .folding import folds_into
+from .folding import FoldIndex, folds_into
 from .layout import Entry, Layout, dated
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score
@@ -138,7 +138,7 @@ class Selector:
             if outcome.tier is Tier.REMAINING and self.outcomes[trigger.id].tier <= Tier.MULTI_PATH:
                 outcome.tier = Tier.MULTI_PATH
         self.folding = config.fold_repeated_text and self.fmt.folds_repeated_text
-        self.packed_by_source: dict[str, list[Entry]] = {}
+        self.fold_index = FoldIndex()
         numbered = config.numbered
         self.provisional_ref = f"m{len(pool)}" if numbered else None
         # Pair labels are numbered at assembly; the widest one costs every line meanwhile.
@@ -336,25 +336,32 @@ class Selector:
             return False
         view = self.view(c, Level.FULL)
         assert view is not None  # every candidate has FULL text: content is a str
+        text = view.text.strip()
+        if not text:
+            return False  # folds_into(view, ...) is False for every record
+        sources = c.evidence_ids
         return any(
-            entry.candidate.id != c.id and folds_into(view, entry.view)
-            for source in c.evidence_ids for entry in self.packed_by_source.get(source, ())
+            entry.candidate.id != c.id and not _disjoint(sources, entry.candidate.evidence_ids)
+            and folds_into(view, entry.view)
+            for entry in self.fold_index.showing(text)  # folds_into's first test
         )
 
     def fold_into(self, c: Candidate) -> None:
-        """Index c's entry by source; drop earlier packed records whose text c now shows."""
+        """Index c's entry; drop earlier packed records from one of c's source events whose
+        text c now shows."""
         entry = self.outcomes[c.id].entry
         if not self.folding or entry is None or not c.evidence_ids:
             return
-        for source in c.evidence_ids:
-            for other in list(self.packed_by_source.get(source, ())):
-                outcome = self.outcomes[other.candidate.id]
-                if (other is not entry and outcome.entry is other
-                        and outcome.tier is not Tier.PINNED_OR_TASK
-                        and not self._in_adjacent_window(other.candidate)
-                        and folds_into(other.view, entry.view)):
-                    self.unpack(outcome, Reason.FOLDED)
-            self.packed_by_source.setdefault(source, []).append(entry)
+        sources = c.evidence_ids
+        for other in self.fold_index.shown_in(entry.view.text):  # folds_into's first test
+            outcome = self.outcomes[other.candidate.id]
+            if (other is not entry and outcome.entry is other
+                    and outcome.tier is not Tier.PINNED_OR_TASK
+                    and not _disjoint(sources, other.candidate.evidence_ids)
+                    and not self._in_adjacent_window(other.candidate)
+                    and folds_into(other.view, entry.view)):
+                self.unpack(outcome, Reason.FOLDED)
+        self.fold_index.add(entry)
 
     def unplace(self, c: Candidate) -> None:
         """Take c's packed entry out again (the section 7 ladder re-levels pins and tasks)."""
@@ -374,10 +381,7 @@ class Selector:
         entry = outcome.entry
         assert entry is not None, "only a packed outcome can be unpacked"
         self.layout.remove(entry)
-        for source in entry.candidate.evidence_ids:
-            bucket = self.packed_by_source.get(source)
-            if bucket and entry in bucket:
-                bucket.remove(entry)
+        self.fold_index.discard(entry)
         outcome.entry, outcome.reason = None, reason
 
     def decided(self, c: Candidate) -> bool:
@@ -465,6 +469,11 @@ def order_multipath(selector: Selector, tier: list[Candidate], ordering: str) ->
         keys.append(key)
     order = sorted(range(len(tier)), key=keys.__getitem__, reverse=True)
     return [tier[i] for i in order]
+
+
+def _disjoint(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """No source event in common (a few ids each: no sets built)."""
+    return not any(source in b for source in a)
 
 
 _FULL_ONLY = (Level.FULL,)
