@@ -56,3 +56,31 @@ def test_records_citing_the_same_sources_are_not_compared_once_per_shared_source
     bundle = pack_candidates(rows, budget=50_000)
     assert len(bundle.included) == n
     assert compared[0] <= n, compared[0]  # once per source and pair: 1,794,000
+
+
+def test_a_session_neighbour_looks_at_the_positions_around_it_not_at_every_trigger(monkeypatch):
+    """A neighbour's trigger was found by walking the session's triggers in rank order, so a
+    long session whose neighbours sit near low-ranked triggers (or none) cost neighbours x
+    triggers (4,000 of each: 0.74 s of an 8,000-candidate pack, now 0.14 s in all)."""
+    from rms_duck.packing import neighbours
+
+    n = 400
+    rows = [{"id": f"t{i:04d}", "score": 0.9 - i / 1e4, "content": _text(i, 4),
+             "paths": ["LEXICAL", "VECTOR"], "session_id": "s", "session_position": 10 * i}
+            for i in range(n)]
+    rows += [{"id": f"s{i:04d}", "score": 0.1, "content": _text(i, 5),
+              "paths": ["SESSION_CONTEXT"], "session_id": "s", "session_position": 10 * i + 1}
+             for i in range(n)]
+    measured = [0]
+
+    def counted(x):
+        measured[0] += 1
+        return abs(x)
+
+    monkeypatch.setattr(neighbours, "abs", counted, raising=False)
+    bundle = pack_candidates(rows, budget=50_000,
+                             config={"session_context_packing": "trigger_tier"})
+    assert len(bundle.included) == 2 * n
+    tiers = {r.id[0]: r.tier for r in bundle.included}
+    assert tiers == {"t": 3, "s": 3}, tiers  # each neighbour found its trigger
+    assert measured[0] <= n, measured[0]  # every trigger down to the neighbour's: 80,200

@@ -27,15 +27,32 @@ def session_links(pool: Sequence[Candidate], window: int) -> dict[str, Candidate
     for c in sorted(pool, key=lambda c: (-c.score, c.id)):
         if c.session_id is not None and c.session_position is not None and not is_neighbour(c):
             triggers.setdefault((c.namespace_id, c.session_id), []).append(c)
+    # Per session, each position's best-ranked trigger and its rank: a neighbour looks at the
+    # 2 * window + 1 positions around it rather than at every trigger of a long session.
+    at: dict[tuple[str | None, str], dict[int, tuple[int, Candidate]]] = {}
+    for key, ranked in triggers.items():
+        positions = at[key] = {}
+        for rank, trigger in enumerate(ranked):
+            assert trigger.session_position is not None  # triggers holds positioned ones only
+            positions.setdefault(trigger.session_position, (rank, trigger))
     links = {}
     for c in pool:
         if not is_neighbour(c) or c.session_id is None or c.session_position is None:
             continue
-        for trigger in triggers.get((c.namespace_id, c.session_id), ()):
-            assert trigger.session_position is not None  # triggers holds positioned ones only
-            if abs(trigger.session_position - c.session_position) <= window:
-                links[c.id] = trigger
-                break
+        key, p = (c.namespace_id, c.session_id), c.session_position
+        ranked = triggers.get(key, [])
+        if 2 * window + 1 >= len(ranked):
+            for trigger in ranked:  # fewer triggers than positions to look at
+                assert trigger.session_position is not None
+                if abs(trigger.session_position - p) <= window:
+                    links[c.id] = trigger
+                    break
+            continue
+        positions = at[key]
+        near = [got for q in range(p - window, p + window + 1)
+                if (got := positions.get(q)) is not None]
+        if near:
+            links[c.id] = min(near, key=lambda got: got[0])[1]
     return links
 
 
