@@ -6,6 +6,7 @@ processes."""
 from __future__ import annotations
 
 import os
+import threading
 
 import pyarrow as pa
 import pytest
@@ -24,8 +25,10 @@ CONFIGS = [None, '{"context_format": "auditable"}', '{"context_format": "compact
 
 @pytest.fixture(autouse=True)
 def small_batches_go_out(monkeypatch):
-    monkeypatch.setattr(parallel, "MIN_BUNDLES", 4)
-    monkeypatch.setattr(parallel, "MIN_CANDIDATES", 8)
+    for name in ("MIN_BUNDLES", "MIN_BUNDLES_STARTED"):
+        monkeypatch.setattr(parallel, name, 4)
+    for name in ("MIN_CANDIDATES", "MIN_CANDIDATES_STARTED"):
+        monkeypatch.setattr(parallel, name, 8)
 
 
 def _batch(n: int) -> tuple[pa.Array, list[int], list[str | None]]:
@@ -105,7 +108,7 @@ class _LocalFormat(BaseFormat):
         return "> " + view.text.replace("\n", " ")
 
 
-def test_a_format_of_this_process_only_or_busy_workers_keep_the_batch_here():
+def test_a_format_of_this_process_only_keeps_the_batch_here():
     candidates, budgets, _ = _batch(12)
     register_format(_LocalFormat())
     try:
@@ -117,11 +120,22 @@ def test_a_format_of_this_process_only_or_busy_workers_keep_the_batch_here():
                    for context in packed.field("context").to_pylist())
     finally:
         FORMATS.pop(_LocalFormat.name)
-    with held_on_another_thread(bulk.held_workers(1)):  # another batch holds the workers
-        assert parallel.pack_in_parts(candidates_of(candidates), budgets, [None] * 12,
-                                      inputs=False, processes=2) is None
-    assert parallel.pack_in_parts(candidates_of(candidates), budgets, [None] * 12,
-                                  inputs=False, processes=2) is not None
+
+
+def test_a_batch_waits_for_the_workers_another_thread_holds_then_goes_out():
+    """Packing here meanwhile would share this process's GIL with the other batch's own
+    share, so a second DuckDB thread's batch waits for the workers instead."""
+    candidates, budgets, configs = _batch(12)
+    expected = pack_lists(candidates, budgets, configs, processes=1)
+    done: list[pa.Array | None] = []
+    with held_on_another_thread(bulk.held_workers(1)):
+        waiting = threading.Thread(target=lambda: done.append(parallel.pack_in_parts(
+            candidates_of(candidates), budgets, configs, inputs=False, processes=2)))
+        waiting.start()
+        waiting.join(1.0)
+        assert waiting.is_alive() and not done  # still waiting while the workers are held
+    waiting.join(120)
+    assert done and done[0] is not None and done[0].equals(expected)
 
 
 def candidates_of(array: pa.Array) -> pa.ChunkedArray:

@@ -27,10 +27,13 @@ from ..tokens.counter import clear_line_cache
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# Bundles and candidates below which a batch stays in this process: the hand-off (Arrow
-# IPC both ways, a pickle each) and a first use's worker start (about 0.4 s) must pay off.
+# Bundles and candidates below which a batch stays in this process: a first use's worker
+# start (about 0.4 s) must pay off; once they run, the hand-off (Arrow IPC both ways, a
+# pickle each) costs a few milliseconds, and smaller batches go out too.
 MIN_BUNDLES = 1_024
 MIN_CANDIDATES = 8_192
+MIN_BUNDLES_STARTED = 256
+MIN_CANDIDATES_STARTED = 2_048
 
 _PACK_PART = "rms_duck.packing.parallel:pack_part"
 
@@ -39,8 +42,8 @@ def pack_in_parts(candidates: pa.ChunkedArray, budgets: Sequence[Any],
                   configs: Sequence[Any], *, inputs: bool,
                   processes: int) -> pa.Array | None:
     """pack_lists() of the whole batch, its rows shared among `processes` processes; None
-    when the batch is small, uses a format of this process only, or the workers are busy
-    with another batch (the caller then packs it here)."""
+    when the batch is small or uses a format of this process only (the caller then packs
+    it here)."""
     import pyarrow as pa
 
     parts = in_parts(candidates, [budgets, configs], configs=configs, processes=processes,
@@ -60,8 +63,10 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
     result goes through `decode`. Returns the shares' results in row order, or None when
     the batch stays here (see pack_in_parts). A share's RmsError is raised in row order
     once every reply is read; a worker that fails otherwise has its share done here."""
-    if processes < 2 or len(candidates) < MIN_BUNDLES or \
-            _candidates(candidates) < MIN_CANDIDATES:
+    started = bulk.started_workers() >= processes - 1
+    bundles, least = (MIN_BUNDLES_STARTED, MIN_CANDIDATES_STARTED) if started else (
+        MIN_BUNDLES, MIN_CANDIDATES)
+    if processes < 2 or len(candidates) < bundles or _candidates(candidates) < least:
         return None
     if not all(_portable(raw) for raw in dict.fromkeys(map(_hashable, configs))):
         return None
@@ -71,9 +76,10 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
         return candidates.slice(lo, hi - lo), [list(column[lo:hi]) for column in columns]
 
     error: RmsError | None = None
+    # Another thread's batch holding the workers is waited for: packing here meanwhile would
+    # only share this process's GIL with that batch's own share.
     with bulk.held_workers(len(bounds) - 1) as workers:
-        if workers is None:
-            return None
+        assert workers is not None  # held_workers waits
         for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):
             part, sliced = share(lo, hi)
             worker.send(bulk.call_request(function, _to_ipc(part), *sliced, *extra))
@@ -112,8 +118,8 @@ def clear_caches() -> None:
 
 
 def clear_worker_caches() -> None:
-    """Empty the line and render caches of every idle worker (the bench's cold runs)."""
-    with bulk.held_workers(len(bulk._WORKERS)) as workers:
+    """Empty the line and render caches of every worker (the bench's cold runs)."""
+    with bulk.held_workers(bulk.started_workers()) as workers:
         for worker in workers or ():
             worker.send(bulk.call_request("rms_duck.packing.parallel:clear_caches"))
         for worker in workers or ():

@@ -221,11 +221,11 @@ def _read(stream: IO[bytes]) -> Any:
 
 
 @contextmanager
-def held_workers(count: int) -> Iterator[list[_Worker] | None]:
-    """`count` workers for a caller's own requests (call_request), or None when another
-    batch is using them: the caller then works in process rather than wait. A failure
-    inside stops the pool, so the next batch starts on pipes with no reply left unread."""
-    if not _POOL_LOCK.acquire(blocking=False):
+def held_workers(count: int, *, wait: bool = True) -> Iterator[list[_Worker] | None]:
+    """`count` workers for a caller's own requests (call_request). While another batch
+    uses them, wait for it, or with wait=False get None at once. A failure inside stops
+    the pool, so the next batch starts on pipes with no reply left unread."""
+    if not _POOL_LOCK.acquire(blocking=wait):
         yield None
         return
     try:
@@ -235,6 +235,12 @@ def held_workers(count: int) -> Iterator[list[_Worker] | None]:
         raise
     finally:
         _POOL_LOCK.release()
+
+
+def started_workers() -> int:
+    """How many workers are running now (a batch sent to them pays no start). Read without
+    the pool's lock, which a batch holds while the workers pack."""
+    return sum(worker.alive() for worker in list(_WORKERS))
 
 
 def call_request(function: str, *args: Any) -> tuple[str, dict[str, Any], str, tuple]:
