@@ -175,3 +175,12 @@ def test_rms_store_of_many_groups_packs_across_processes_and_stores_a_chain_that
     with pytest.raises(Exception, match="CandidateError: candidate #0 .*score"):
         con.execute("SELECT rms_store(c, 300) FROM bad").fetchall()
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchone() == (40,)
+
+
+def test_one_process_keeps_every_batch_here():
+    candidates, budgets, configs = _batch(12)
+    with parallel.one_process():
+        assert parallel.pack_in_parts(candidates_of(candidates), budgets, configs,
+                                      inputs=False, processes=2) is None
+    assert parallel.pack_in_parts(candidates_of(candidates), budgets, configs,
+                                  inputs=False, processes=2) is not None

@@ -30,9 +30,9 @@ from ..candidates import to_candidates
 from ..duck.api import pack as api_pack
 from ..duck.connection import connect
 from ..formats.base import clear_render_memos
-from ..packing.parallel import clear_worker_caches
+from ..packing.parallel import clear_worker_caches, one_process
 from ..packing.pipeline import pack_candidates
-from ..tokens.bulk import start_pool
+from ..tokens.bulk import default_processes, start_pool
 from ..tokens.counter import clear_line_cache
 from ..tokens.encodings import DEFAULT_ENCODING, get_encoding
 from .estimate_packer import estimate_pack
@@ -187,21 +187,30 @@ def _group_by(plan, enc) -> dict[str, Any]:
     # (a process pays their start once, reported apart). Round 7 and earlier timed a
     # single run that included it.
     t_start = _wall(_start_workers, enc.name)[0]  # every core, as pack_context uses
-    def cold_pack_and_loop() -> tuple[float, float]:
-        t_loop = _wall(_texts_loop, encode, texts)[0]
+    alone: list[float] = []  # the same GROUP BY packed in this process only
+
+    def cold_pack() -> float:
         _cold()
         t_pack, (count, most) = _wall(_first_row, con, BULK_SUMMARY_SQL, [budget, bundles])
         if count != bundles or most > budget - 100:
             raise AssertionError(f"bulk pack returned {count} bundles, max {most} tokens")
+        return t_pack
+
+    def cold_pack_and_loop() -> tuple[float, float]:
+        t_loop = _wall(_texts_loop, encode, texts)[0]
+        t_pack = cold_pack()
+        with one_process():
+            alone.append(cold_pack() / t_loop)
         return t_pack, t_loop
 
     ratios, packs, loops = _paired(cold_pack_and_loop, max(2, plan.bulk_repeats))
     con.close()
     return _row(f"cold GROUP BY of {bundles:,} x {plan.per_bundle} at {budget} / encode loop "
                 "over their texts", ratios, 2.5,
-                f"GROUP BY {statistics.median(packs):.2f} s, loop over {len(texts):,} texts "
-                f"{statistics.median(loops):.2f} s; worker processes started first in "
-                f"{t_start:.2f} s")
+                f"GROUP BY {statistics.median(packs):.2f} s on {default_processes()} "
+                f"processes ({statistics.median(alone):.2f}x the loop in one), loop over "
+                f"{len(texts):,} texts {statistics.median(loops):.2f} s; worker processes "
+                f"started first in {t_start:.2f} s")
 
 
 def _stored_group_by(plan) -> dict[str, Any]:

@@ -14,7 +14,8 @@ this process does not exist in a worker), and only when no line_costs were given
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..config import PackingConfig, parse_config
@@ -36,6 +37,18 @@ MIN_BUNDLES_STARTED = 256
 MIN_CANDIDATES_STARTED = 2_048
 
 _PACK_PART = "rms_duck.packing.parallel:pack_part"
+_ONE_PROCESS = [0]  # one_process() blocks entered and not yet left
+
+
+@contextmanager
+def one_process() -> Iterator[None]:
+    """Within it, every batch packs in this process (keep the other cores free, or measure
+    what one process does: rms-duck bench reports both)."""
+    _ONE_PROCESS[0] += 1
+    try:
+        yield
+    finally:
+        _ONE_PROCESS[0] -= 1
 
 
 def pack_in_parts(candidates: pa.ChunkedArray, budgets: Sequence[Any],
@@ -63,6 +76,8 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
     result goes through `decode`. Returns the shares' results in row order, or None when
     the batch stays here (see pack_in_parts). A share's RmsError is raised in row order
     once every reply is read; a worker that fails otherwise has its share done here."""
+    if _ONE_PROCESS[0]:
+        return None
     started = bulk.started_workers() >= processes - 1
     bundles, least = (MIN_BUNDLES_STARTED, MIN_CANDIDATES_STARTED) if started else (
         MIN_BUNDLES, MIN_CANDIDATES)
