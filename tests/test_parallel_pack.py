@@ -6,6 +6,7 @@ processes."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import pyarrow as pa
@@ -184,3 +185,13 @@ def test_one_process_keeps_every_batch_here():
                                       inputs=False, processes=2) is None
     assert parallel.pack_in_parts(candidates_of(candidates), budgets, configs,
                                   inputs=False, processes=2) is not None
+
+
+def test_workers_that_cannot_start_leave_the_batch_here(monkeypatch):
+    candidates, budgets, configs = _batch(12)
+    expected = pack_lists(candidates, budgets, configs, processes=1)
+    bulk.shutdown_pool()
+
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python3")  # as in a frozen app
+    with pytest.warns(RuntimeWarning, match=r"packing stays in one process \(FileNotFound"):
+        assert pack_lists(candidates, budgets, configs, processes=2).equals(expected)

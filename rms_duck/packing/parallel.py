@@ -93,17 +93,27 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
     error: RmsError | None = None
     # Another thread's batch holding the workers is waited for: packing here meanwhile would
     # only share this process's GIL with that batch's own share.
-    with bulk.held_workers(len(bounds) - 1) as workers:
-        assert workers is not None  # held_workers waits
-        for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):
-            part, sliced = share(lo, hi)
-            worker.send(bulk.call_request(function, _to_ipc(part), *sliced, *extra))
-        try:
-            results = [here(*share(*bounds[0]))]
-        except RmsError as exc:  # bad input: raised once every reply is read
-            error, results = exc, []
-        finally:
-            replies = [_reply(worker) for worker in workers]  # pipes stay in step
+    sent = False
+    try:
+        with bulk.held_workers(len(bounds) - 1) as workers:
+            assert workers is not None  # held_workers waits
+            for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):
+                part, sliced = share(lo, hi)
+                worker.send(bulk.call_request(function, _to_ipc(part), *sliced, *extra))
+            sent = True
+            try:
+                results = [here(*share(*bounds[0]))]
+            except RmsError as exc:  # bad input: raised once every reply is read
+                error, results = exc, []
+            finally:
+                replies = [_reply(worker) for worker in workers]  # pipes stay in step
+    except Exception as exc:
+        if sent:
+            raise
+        # No worker could start or take the request (held_workers stopped the pool).
+        warnings.warn(f"rms_duck: packing stays in one process ({exc!r})", RuntimeWarning,
+                      stacklevel=3)
+        return None
     for (lo, hi), reply in zip(bounds[1:], replies, strict=True):
         if error is not None:
             break
