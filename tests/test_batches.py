@@ -425,3 +425,16 @@ def test_line_cost_export_and_refresh_arguments_get_clear_errors(con, tmp_path):
     with pytest.raises(ConfigError, match=r"by must name the group key column\(s\), got None"):
         rms_duck.pack_batches(pa.table({"id": ["a"], "score": [1.0], "content": ["x"]}),
                               by=None, budget=300)
+
+
+def test_by_takes_any_iterable_of_names_as_before():
+    """by=None became a ConfigError by accepting only a list or tuple of names, which also
+    refused a DataFrame's columns (pd.Index) and a numpy array that pack_batches took."""
+    import numpy as np
+    import pandas as pd
+
+    table = pa.table({"q": [1, 1, 2], "id": ["a", "b", "c"], "score": [0.5, 0.4, 0.3],
+                      "content": ["one note", "two notes", "three notes"]})
+    expected = rms_duck.pack_batches(table, by=["q"], budget=300, processes=1)
+    for by in (pd.Index(["q"]), np.array(["q"]), (name for name in ["q"])):
+        assert rms_duck.pack_batches(table, by=by, budget=300, processes=1).equals(expected)

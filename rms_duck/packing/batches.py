@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..bundle import MemoryBundle
@@ -333,7 +333,9 @@ def _counter(counters: dict[str, LineCounter], encoding: str) -> LineCounter:
 
 
 def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
-    keys = (by,) if isinstance(by, str) else tuple(by) if isinstance(by, (list, tuple)) else ()
+    # Any iterable of names (a list, a tuple, a DataFrame's columns), as before; None or
+    # another non-iterable is the ConfigError below, not a bare TypeError.
+    keys = (by,) if isinstance(by, str) else tuple(by) if isinstance(by, Iterable) else ()
     if not keys or not all(isinstance(k, str) and k for k in keys):
         raise ConfigError(f"by must name the group key column(s), got {by!r}; "
                           "for example by='q' or by=['session_id', 'turn']")
