@@ -215,3 +215,13 @@ def test_a_pandas_column_arrow_cannot_convert_is_ignored_unless_it_feeds_a_field
             pack()
     with pytest.raises(CandidateError, match=r"column g .*must share one type"):
         rms_duck.pack_batches(clean.assign(g=[1, "one"]), by="g", budget=300)
+
+
+def test_the_fix_for_a_column_arrow_cannot_convert_names_that_column(con):
+    """The advice said df['content'] = df['content'].astype(str) whichever column failed."""
+    frame = pd.DataFrame({"id": ["a", "b"], "score": [0.9, 0.5], "content": ["x", "y"],
+                          "speaker": [1, "Ann"]})
+    fix = r"df\['speaker'\] = df\['speaker'\]\.astype"
+    with pytest.raises(CandidateError, match=fix) as caught:
+        rms_duck.pack(con, frame, budget=300, store=False)
+    assert "df['content']" not in str(caught.value)

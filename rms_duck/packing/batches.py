@@ -12,6 +12,7 @@ rms_duck.packing loads no pyarrow.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterable, Sequence
@@ -379,10 +380,15 @@ def _any_table(table: Any, candidates: Sequence[str] | None) -> pa.Table:
         return pa.table(table)
     except (TypeError, ValueError, pa.ArrowException) as exc:
         if pandas is not None and isinstance(table, pandas.DataFrame):
+            # Arrow names the column ("Conversion failed for column speaker with type
+            # object"): the fix names it too, not always 'content'.
+            found = re.search(r"Conversion failed for column (.+?) with type", str(exc))
+            column = repr(found.group(1)) if found else "'content'"
             raise CandidateError(
                 f"a DataFrame column Arrow cannot convert ({exc}): its values must share one "
-                "type; convert it first, for example df['content'] = "
-                "df['content'].astype(str)") from None
+                f"type; convert it first, for example df[{column}] = "
+                f"df[{column}].astype(str) for text, or pd.to_numeric(df[{column}]) for "
+                "numbers") from None
         raise CandidateError(
             f"table must be Arrow data (a pyarrow Table, pandas or polars DataFrame, or an "
             f"__arrow_c_stream__ source), got {type(table).__name__} ({exc}); build one with "
