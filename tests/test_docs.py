@@ -492,3 +492,19 @@ def test_audit_outputs_are_real(tmp_path):
     cli = re.search(r"```\n\$ rms-duck audit --db rms.duckdb --replay\n(.*?)```", page, re.S)
     result = run_cli("audit", "--db", "rms.duckdb", "--replay", cwd=tmp_path)
     assert masked(result.stdout) == masked(cli.group(1))
+
+
+def test_parallel_packing_thresholds_and_waiting_are_the_code():
+    """The pages said 1,024 groups and 8,192 candidates always, and that a call meeting
+    workers held by another packed in its own process; once the workers run the thresholds
+    are 256 and 2,048, and such a call waits for them (5de8694)."""
+    from rms_duck.packing import parallel
+
+    started = f"{parallel.MIN_BUNDLES_STARTED:,} and {parallel.MIN_CANDIDATES_STARTED:,}"
+    for page in ("performance.md", "python-api.md", "scale-out.md"):
+        text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+        assert f"{parallel.MIN_BUNDLES:,} groups and {parallel.MIN_CANDIDATES:,}" in text, page
+        assert started in text, page
+    performance = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    assert "a call packs in its own process" not in performance
+    assert "such a call waits for them" in performance
