@@ -137,3 +137,20 @@ def test_a_mapping_is_read_the_way_its_get_finds_the_fields():
     row = _AnyCase({"ID": "x", "Score": 0.5, "Content": "c", "Type": "fact", "Pinned": True})
     made = to_candidate(row)
     assert (made.id, made.type, made.pinned) == ("x", NodeType.FACT, True)
+
+
+def test_a_hand_built_candidate_with_list_fields_still_hashes_and_packs():
+    """Candidate.__hash__ hashes paths and path_count since 9dbc984; a Candidate built by
+    hand with a list for paths (the dataclass does not convert it) raised "unhashable type:
+    'list'" from pack_candidates, which packed it before. Equal candidates still hash alike,
+    and -0.0 and 0.0 scores (equal) hash alike."""
+    from rms_duck.packing.pipeline import pack_candidates
+
+    listed = Candidate(id="a", score=0.5, content="hello there", paths=["VECTOR"])
+    assert hash(listed) == hash(Candidate(id="a", score=0.5, content="hello there",
+                                          paths=["VECTOR"]))
+    as_tuple = Candidate(id="a", score=0.5, content="hello there", paths=("VECTOR",))
+    assert pack_candidates([listed], budget=300).context == \
+        pack_candidates([as_tuple], budget=300).context
+    zero, negative = (Candidate(id="z", score=s, content="c") for s in (0.0, -0.0))
+    assert zero == negative and hash(zero) == hash(negative)
