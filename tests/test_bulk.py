@@ -301,3 +301,87 @@ def test_one_node_in_many_requests_costs_a_memo_lookup_per_line_not_per_request(
     lines = sum(len(row["included"]) for row in packed.to_pylist())
     assert lines == 150 * 8
     assert compared[0] <= 2 * lines, compared[0]  # by id and text alone: 217,370
+
+
+def _big_batch() -> list[str]:
+    return [f"line {i} of a batch large enough to go to the workers" for i in range(400)]
+
+
+def test_costing_while_another_thread_holds_the_workers_costs_here_without_waiting(enc):
+    """A GROUP BY packing on the workers holds them for seconds; a costing batch on another
+    connection waited for all of it. It now costs in its own process meanwhile."""
+    texts = _big_batch()
+    bulk.start_pool(2)
+    out: list[list[int]] = []
+    with held_on_another_thread(bulk.held_workers(1)):
+        costing = threading.Thread(target=lambda: out.append(
+            bulk.cost_texts(texts, processes=2, threshold_chars=0)))
+        costing.start()
+        costing.join(60)
+        done_while_held = not costing.is_alive()
+    costing.join()
+    assert done_while_held
+    assert out == [[len(enc.encode_ordinary(t)) for t in texts]]
+
+
+def test_a_child_forked_while_another_thread_holds_the_workers_starts_its_own(enc):
+    """The pool's lock was copied held into a forked child, whose every parallel batch then
+    waited for ever; and the child held its parent's worker pipes open. The child now
+    starts its own pool, and the inherited pipe ends point at /dev/null."""
+    import os
+    import signal
+
+    bulk.start_pool(2)
+    parents = [w.proc.pid for w in bulk._WORKERS]
+    with held_on_another_thread(bulk.held_workers(1)):
+        inherited = [w.stdin.fileno() for w in bulk._WORKERS]
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)  # a hung child dies of SIGALRM instead of hanging the test
+            code = 0
+            try:
+                if any(os.readlink(f"/proc/self/fd/{fd}") != os.devnull for fd in inherited):
+                    code = 3
+                with bulk.held_workers(1, wait=False) as workers:
+                    if workers is None or workers[0].proc.pid in parents:
+                        code = code or 4
+                    texts = _big_batch()
+                    if bulk.cost_texts(texts, processes=2, threshold_chars=0) != [
+                            len(enc.encode_ordinary(t)) for t in texts]:
+                        code = code or 5
+                bulk.shutdown_pool()
+            except BaseException:  # noqa: BLE001 - any failure is the child's exit code
+                code = 6
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert [w.proc.pid for w in bulk._WORKERS] == parents  # the parent's pool is untouched
+    assert bulk.cost_texts(_big_batch(), processes=2, threshold_chars=0)
+
+
+def test_a_dead_workers_pipes_are_closed_when_it_is_replaced():
+    bulk.start_pool(2)
+    [dead] = bulk._WORKERS
+    dead.proc.kill()
+    dead.proc.wait()
+    bulk.start_pool(2)
+    assert dead.stdin.closed and dead.stdout.closed
+    assert bulk._WORKERS[0] is not dead
+
+
+def test_a_worker_ignores_ctrl_c_its_parent_decides(enc):
+    """Ctrl-C in a terminal reaches the worker too: it printed a KeyboardInterrupt traceback
+    and died mid-batch. The parent now handles it (held_workers stops the pool)."""
+    import os
+    import signal
+    import time
+
+    bulk.start_pool(2)
+    [worker] = bulk._WORKERS
+    os.kill(worker.proc.pid, signal.SIGINT)
+    time.sleep(0.2)  # the signal is delivered; an interrupted worker would be gone by now
+    assert worker.alive()
+    texts = _big_batch()
+    assert bulk.cost_texts(texts, processes=2, threshold_chars=0) == [
+        len(enc.encode_ordinary(t)) for t in texts]
+    assert bulk._WORKERS == [worker]

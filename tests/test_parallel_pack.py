@@ -195,3 +195,56 @@ def test_workers_that_cannot_start_leave_the_batch_here(monkeypatch):
     monkeypatch.setattr(sys, "executable", "/nonexistent/python3")  # as in a frozen app
     with pytest.warns(RuntimeWarning, match=r"packing stays in one process \(FileNotFound"):
         assert pack_lists(candidates, budgets, configs, processes=2).equals(expected)
+
+
+def _overflowing(n: int, overflow: set[int]) -> tuple[pa.Array, list[int], list[str | None]]:
+    """n groups; in those of `overflow`, a pin too long for the budget (BUDGET_OVERFLOW)."""
+    groups = []
+    for g in range(n):
+        group = rows(4, text=f"group {g} note {{i}}: the review moved to room {g % 7}")
+        if g in overflow:
+            group[0].update(content=f"group {g} pin " + "detail " * 200, pinned=True)
+        groups.append(group)
+    return pa.array(groups), [200] * n, [None] * n
+
+
+def test_what_a_workers_share_logs_reaches_this_processs_loggers_in_row_order(caplog):
+    """A BUDGET_OVERFLOW warning logged while a worker packed its share went to the worker's
+    stderr, past the caller's logging handlers; now it is replayed here, in row order."""
+    import logging
+
+    candidates, budgets, configs = _overflowing(12, {2, 10})
+
+    def logged(processes: int) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="rms_duck"):
+            pack_lists(candidates, budgets, configs, processes=processes)
+        return [r.getMessage() for r in caplog.records if r.name == "rms_duck"]
+
+    alone = logged(1)
+    assert len(alone) == 2 and "group" not in alone[0]  # a message per overflowing group
+    assert logged(2) == alone
+    assert len(bulk._WORKERS) >= 1  # the second warning came from a worker's share
+    with caplog.at_level(logging.ERROR, logger="rms_duck"):  # the caller's level holds there
+        caplog.clear()
+        pack_lists(candidates, budgets, configs, processes=2)
+    assert [r for r in caplog.records if r.name == "rms_duck"] == []
+
+
+def test_a_worker_that_cannot_load_a_moved_tokenizer_file_leaves_its_share_here(tmp_path):
+    """A tokenizer file registered, loaded here, then moved: a worker started afterwards
+    cannot load it. Its share was raised as EncodingUnavailableError although this process
+    packs it; now it is packed here, with a RuntimeWarning."""
+    pytest.importorskip("tokenizers")
+    import rms_duck
+    from tests.hf_tokenizers import save
+
+    path, sha256 = save("additive", tmp_path)
+    rms_duck.register_tokenizer_file("moved-bpe", path, sha256=sha256)
+    candidates, budgets, _ = _batch(12)
+    configs = ['{"encoding": "moved-bpe"}'] * 12
+    expected = pack_lists(candidates, budgets, configs, processes=1)  # loaded here
+    path.rename(tmp_path / "elsewhere.json")
+    bulk.shutdown_pool()  # the next workers start after the move
+    with pytest.warns(RuntimeWarning, match="a packing worker failed.*EncodingUnavailable"):
+        assert pack_lists(candidates, budgets, configs, processes=2).equals(expected)

@@ -8,18 +8,21 @@ so the bundles are the same bytes as packed here, and errors come in row order: 
 share's before any worker's, then the workers' in turn.
 
 Only batches whose every config uses a built-in format go out (a format registered in
-this process does not exist in a worker), and only when no line_costs were given.
+this process does not exist in a worker), and only when no line_costs were given. What a
+share logs in a worker (a BUDGET_OVERFLOW warning) reaches this process's loggers, in row
+order, as if it had been packed here.
 """
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..config import PackingConfig, parse_config
-from ..errors import RmsError
+from ..errors import EncodingUnavailableError, RmsError
 from ..formats import FORMATS
 from ..formats.base import _BUILTIN, clear_render_memos
 from ..tokens import bulk
@@ -37,6 +40,8 @@ MIN_BUNDLES_STARTED = 256
 MIN_CANDIDATES_STARTED = 2_048
 
 _PACK_PART = "rms_duck.packing.parallel:pack_part"
+_LOGGED_CALL = "rms_duck.packing.parallel:logged_call"
+_LOGGER = "rms_duck"
 _ONE_PROCESS = [0]  # one_process() blocks entered and not yet left
 
 
@@ -91,6 +96,7 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
         return candidates.slice(lo, hi - lo), [list(column[lo:hi]) for column in columns]
 
     error: RmsError | None = None
+    level = logging.getLogger(_LOGGER).getEffectiveLevel()
     # Another thread's batch holding the workers is waited for: packing here meanwhile would
     # only share this process's GIL with that batch's own share.
     sent = False
@@ -99,7 +105,8 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
             assert workers is not None  # held_workers waits
             for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):
                 part, sliced = share(lo, hi)
-                worker.send(bulk.call_request(function, _to_ipc(part), *sliced, *extra))
+                worker.send(bulk.call_request(_LOGGED_CALL, function, level, _to_ipc(part),
+                                              *sliced, *extra))
             sent = True
             try:
                 results = [here(*share(*bounds[0]))]
@@ -107,6 +114,8 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
                 error, results = exc, []
             finally:
                 replies = [_reply(worker) for worker in workers]  # pipes stay in step
+                if any(isinstance(reply, _DIED) for reply in replies):
+                    bulk.shutdown_pool(kill=True)  # within the hold: no batch is using them
     except Exception as exc:
         if sent:
             raise
@@ -117,18 +126,68 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
     for (lo, hi), reply in zip(bounds[1:], replies, strict=True):
         if error is not None:
             break
-        if isinstance(reply, RmsError):
-            error = reply  # the first share in row order that failed
-        elif isinstance(reply, BaseException):
+        if isinstance(reply, EncodingUnavailableError) or (
+                isinstance(reply, BaseException) and not isinstance(reply, RmsError)):
+            # A worker that died, or cannot load an encoding this process has (a registered
+            # BPE file moved since): the share is packed here, where it can be.
             warnings.warn(f"rms_duck: a packing worker failed ({reply!r}); its bundles were "
                           "packed in this process", RuntimeWarning, stacklevel=3)
-            bulk.shutdown_pool()
             results.append(here(*share(lo, hi)))
+        elif isinstance(reply, RmsError):
+            _replay(getattr(reply, "log_records", ()))  # what its rows logged before it
+            error = reply  # the first share in row order that failed
         else:
-            results.append(decode(reply))
+            _replay(reply[1])
+            results.append(decode(reply[0]))
     if error is not None:
         raise error
     return results
+
+
+def logged_call(function: str, level: int, *args: Any) -> tuple[Any, list[logging.LogRecord]]:
+    """In a worker: `function(*args)` and what it logged at `level` or above on the
+    rms_duck logger (the caller's level), for the caller to replay. An error carries its
+    share's records too, in `log_records`."""
+    import importlib
+
+    module, _, name = function.partition(":")
+    logger = logging.getLogger(_LOGGER)
+    records = _Records()
+    records.setLevel(level)
+    kept = logger.level, logger.propagate
+    logger.setLevel(level)
+    logger.propagate = False  # the caller's handlers show them, not this worker's stderr
+    logger.addHandler(records)
+    try:
+        return getattr(importlib.import_module(module), name)(*args), records.records
+    except Exception as exc:
+        exc.log_records = records.records  # type: ignore[attr-defined]
+        raise
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(kept[0])
+        logger.propagate = kept[1]
+
+
+class _Records(logging.Handler):
+    """Keeps each record, its message formatted (arguments need not pickle)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg, record.args = record.getMessage(), None
+        record.exc_info = record.exc_text = None
+        self.records.append(record)
+
+
+def _replay(records: Sequence[logging.LogRecord]) -> None:
+    """A worker's records, through this process's loggers as if logged here."""
+    for record in records:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
 
 
 def pack_part(ipc: bytes, budgets: list[Any], configs: list[Any], inputs: bool) -> bytes:
@@ -158,10 +217,13 @@ def _pack_here(candidates: Any, budgets: Sequence[Any], configs: Sequence[Any],
     return pack_lists(candidates, list(budgets), list(configs), inputs=inputs, processes=1)
 
 
+_DIED = (EOFError, OSError)  # what reading the reply of a worker that died raises
+
+
 def _reply(worker: Any) -> Any:
     try:
         return bulk.receive_reply(worker)
-    except (EOFError, OSError) as exc:  # the worker died: its share is packed here
+    except _DIED as exc:  # its share is packed here
         return exc
 
 

@@ -37,6 +37,7 @@ DEFAULT_THRESHOLD_CHARS = 200_000
 
 _WORKERS: list[_Worker] = []
 _POOL_LOCK = threading.RLock()
+_INHERITED: list[_Worker] = []  # a forked child's copies of its parent's workers (_forked)
 
 
 def default_processes() -> int:
@@ -90,20 +91,22 @@ def warm_counter(counter: LineCounter, lines: Iterable[str], *, processes: int |
 def start_pool(processes: int | None = None, encoding: str = DEFAULT_ENCODING) -> int:
     """Start the workers now (they otherwise start with the first large batch) and load
     `encoding` in each. Returns the number of workers (processes - 1: this one works too)."""
-    workers = _workers((processes or default_processes()) - 1)
-    for worker in workers:
-        worker.send((encoding, "", registrations(), []))
-    for worker in workers:
-        worker.receive()
-    return len(workers)
+    with held_workers((processes or default_processes()) - 1) as workers:
+        assert workers is not None  # held_workers waits
+        for worker in workers:
+            worker.send((encoding, "", registrations(), []))
+        for worker in workers:
+            worker.receive()
+        return len(workers)
 
 
-def shutdown_pool() -> None:
-    """Stop the worker processes (registered to run at exit)."""
+def shutdown_pool(*, kill: bool = False) -> None:
+    """Stop the worker processes (registered to run at exit). kill=True stops them at once,
+    for a pool given up mid-request: a busy worker would otherwise finish its request first."""
     with _POOL_LOCK:
         workers, _WORKERS[:] = list(_WORKERS), []
     for worker in workers:
-        worker.close()
+        worker.close(kill=kill)
 
 
 def _cost(texts: list[str], encoding: str, suffix: str, processes: int | None,
@@ -114,13 +117,20 @@ def _cost(texts: list[str], encoding: str, suffix: str, processes: int | None,
         threshold_chars = DEFAULT_THRESHOLD_CHARS
     if processes == 1 or len(texts) < 2 * processes or sum(map(len, texts)) < threshold_chars:
         return [len(encode(t + suffix)) for t in texts]
+    # One batch at a time owns the workers' pipes. While another thread's batch packs on
+    # them (parallel.py, seconds for a large GROUP BY), costing here is sooner than waiting.
+    lock = _POOL_LOCK  # this one, even if a fork replaces it meanwhile (_forked)
+    if not lock.acquire(blocking=False):
+        return [len(encode(t + suffix)) for t in texts]
     try:
-        with _POOL_LOCK:  # one batch at a time owns the workers' pipes
+        try:
             return _cost_in_pool(texts, encoding, suffix, processes, encode)
-    except BaseException as exc:
-        shutdown_pool()  # a reply may be left unread: start the next batch on fresh pipes
-        if not isinstance(exc, Exception):
+        except BaseException:
+            shutdown_pool(kill=True)  # a reply may be left unread: the next batch starts afresh
             raise
+        finally:
+            lock.release()
+    except Exception as exc:
         warnings.warn(f"rms_duck: token costing fell back to one process ({exc!r})",
                       RuntimeWarning, stacklevel=3)
         return [len(encode(t + suffix)) for t in texts]
@@ -159,6 +169,8 @@ def _split(texts: list[str], parts: int) -> list[tuple[int, int]]:
 
 def _workers(count: int) -> list[_Worker]:
     with _POOL_LOCK:
+        for dead in [w for w in _WORKERS if not w.alive()]:
+            dead.close()  # its pipes, which would otherwise stay open until collected
         _WORKERS[:] = [w for w in _WORKERS if w.alive()]
         while len(_WORKERS) < count:
             _WORKERS.append(_Worker())
@@ -189,17 +201,30 @@ class _Worker:
             raise reply
         return reply
 
-    def close(self) -> None:
+    def close(self, *, kill: bool = False) -> None:
+        if kill:
+            self.proc.kill()
         for stream in (self.stdin, self.stdout):
             try:
                 stream.close()
-            except OSError:
+            except OSError:  # a dead worker's pipe: the flush of stdin finds it broken
                 pass
         try:
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=5)  # an idle worker exits at once on end of input
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+    def orphan(self) -> None:
+        """In a forked child: point this copy's pipe ends at /dev/null, so the child neither
+        holds the parent's worker open nor can write into its requests (a flush of a
+        half-written request, copied by the fork, goes nowhere)."""
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            for stream in (self.stdin, self.stdout):
+                os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
 
 
 def _write(stream: IO[bytes], value: Any) -> None:
@@ -225,16 +250,17 @@ def held_workers(count: int, *, wait: bool = True) -> Iterator[list[_Worker] | N
     """`count` workers for a caller's own requests (call_request). While another batch
     uses them, wait for it, or with wait=False get None at once. A failure inside stops
     the pool, so the next batch starts on pipes with no reply left unread."""
-    if not _POOL_LOCK.acquire(blocking=wait):
+    lock = _POOL_LOCK  # this one, even if a fork replaces it meanwhile (_forked)
+    if not lock.acquire(blocking=wait):
         yield None
         return
     try:
         yield _workers(count)
     except BaseException:
-        shutdown_pool()
+        shutdown_pool(kill=True)
         raise
     finally:
-        _POOL_LOCK.release()
+        lock.release()
 
 
 def started_workers() -> int:
@@ -280,7 +306,23 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 reply = [len(encode(t + suffix)) for t in texts]
         except Exception as exc:  # noqa: BLE001 - the parent re-raises it
             reply = exc
-        _write(stdout, reply)
+        try:
+            _write(stdout, reply)
+        except (BrokenPipeError, ValueError):  # the parent stopped the pool mid-request
+            return
+
+
+def _forked() -> None:
+    """In a child forked from this process: the pool's lock may have been copied held by a
+    thread that does not exist here, and the workers are the parent's. Start afresh."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.RLock()
+    for worker in _WORKERS:
+        worker.orphan()
+    _INHERITED.extend(_WORKERS)  # kept, so no collection closes or waits on them
+    _WORKERS[:] = []
 
 
 atexit.register(shutdown_pool)
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_forked)
