@@ -139,6 +139,20 @@ def test_a_batch_waits_for_the_workers_another_thread_holds_then_goes_out():
     assert done and done[0] is not None and done[0].equals(expected)
 
 
+def test_a_medium_batch_packs_here_rather_than_wait_for_held_workers(monkeypatch):
+    """A batch too small to pay for starting workers went out once they ran, and then
+    waited for them behind a multi-threaded GROUP BY, whose threads took the lock back again
+    and again (a 400-group call waited 3.8 s). It now packs here at once."""
+    monkeypatch.setattr(parallel, "MIN_BUNDLES", 1_000)  # 12 groups: medium, not large
+    candidates, budgets, configs = _batch(12)
+    bulk.start_pool(2)
+    with held_on_another_thread(bulk.held_workers(1)):
+        assert parallel.pack_in_parts(candidates_of(candidates), budgets, configs,
+                                      inputs=False, processes=2) is None
+    assert parallel.pack_in_parts(candidates_of(candidates), budgets, configs, inputs=False,
+                                  processes=2) is not None  # free workers: it goes out
+
+
 def candidates_of(array: pa.Array) -> pa.ChunkedArray:
     return pa.chunked_array([array])
 

@@ -86,8 +86,14 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
     started = bulk.started_workers() >= processes - 1
     bundles, least = (MIN_BUNDLES_STARTED, MIN_CANDIDATES_STARTED) if started else (
         MIN_BUNDLES, MIN_CANDIDATES)
-    if processes < 2 or len(candidates) < bundles or _candidates(candidates) < least:
+    count = _candidates(candidates)
+    if processes < 2 or len(candidates) < bundles or count < least:
         return None
+    # A large batch waits for workers another thread's batch holds; a medium one (too small
+    # to pay for starting them) packs here at once: the lock is not first-come, first-served,
+    # and a multi-threaded GROUP BY took it back again and again (a 400-group call waited
+    # 3.8 s).
+    large = len(candidates) >= MIN_BUNDLES and count >= MIN_CANDIDATES
     if not all(_portable(raw) for raw in dict.fromkeys(map(_hashable, configs))):
         return None
     bounds = _shares(candidates, processes)
@@ -97,12 +103,13 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
 
     error: RmsError | None = None
     level = logging.getLogger(_LOGGER).getEffectiveLevel()
-    # Another thread's batch holding the workers is waited for: packing here meanwhile would
-    # only share this process's GIL with that batch's own share.
+    # Packing here while another thread's batch holds the workers would only share this
+    # process's GIL with that batch's own share: a large batch waits instead.
     sent = False
     try:
-        with bulk.held_workers(len(bounds) - 1) as workers:
-            assert workers is not None  # held_workers waits
+        with bulk.held_workers(len(bounds) - 1, wait=large) as workers:
+            if workers is None:
+                return None
             for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):
                 part, sliced = share(lo, hi)
                 worker.send(bulk.call_request(_LOGGED_CALL, function, level, _to_ipc(part),
