@@ -99,6 +99,34 @@ def test_a_worker_that_dies_leaves_its_share_to_this_process(monkeypatch):
     assert pack_lists(candidates, budgets, configs, processes=2).equals(expected)
 
 
+def slow_share(ipc: bytes, budgets: list, configs: list, marker: str) -> None:
+    """Stands in for a worker's share that takes a while, and leaves a mark if it ends."""
+    import time
+
+    time.sleep(5)
+    with open(marker, "w") as out:
+        out.write("finished")
+
+
+def test_ctrl_c_while_this_process_packs_its_share_stops_the_workers_at_once(tmp_path):
+    """A KeyboardInterrupt in this process's share waited for every worker's reply before
+    it reached the caller; now the pool is killed at once, mid-share."""
+    candidates, budgets, configs = _batch(12)
+    marker = tmp_path / "finished"
+
+    def interrupted(part, columns):
+        raise KeyboardInterrupt
+
+    bulk.start_pool(2)
+    [worker] = bulk._WORKERS
+    with pytest.raises(KeyboardInterrupt):
+        parallel.in_parts(candidates_of(candidates), [budgets, configs], configs=configs,
+                          processes=2, function=f"{__name__}:slow_share", here=interrupted,
+                          extra=(str(marker),))
+    assert worker.proc.poll() is not None and bulk._WORKERS == []
+    assert not marker.exists()  # killed before its share finished
+
+
 class _LocalFormat(BaseFormat):
     name = "parallel_local_test"
 

@@ -119,10 +119,11 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
                 results = [here(*share(*bounds[0]))]
             except RmsError as exc:  # bad input: raised once every reply is read
                 error, results = exc, []
-            finally:
-                replies = [_reply(worker) for worker in workers]  # pipes stay in step
-                if any(isinstance(reply, _DIED) for reply in replies):
-                    bulk.shutdown_pool(kill=True)  # within the hold: no batch is using them
+            # Anything else (Ctrl-C) leaves held_workers, which kills the pool at once
+            # rather than wait for replies nobody will read.
+            replies = [_reply(worker) for worker in workers]  # pipes stay in step
+            if any(isinstance(reply, _DIED) for reply in replies):
+                bulk.shutdown_pool(kill=True)  # within the hold: no batch is using them
     except Exception as exc:
         if sent:
             raise
@@ -162,7 +163,7 @@ def logged_call(function: str, level: int, *args: Any) -> tuple[Any, list[loggin
     records = _Records()
     records.setLevel(level)
     kept = logger.level, logger.propagate
-    logger.setLevel(level)
+    logger.setLevel(level or logging.DEBUG)  # NOTSET here would defer to this root's level
     logger.propagate = False  # the caller's handlers show them, not this worker's stderr
     logger.addHandler(records)
     try:
