@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 
 import pyarrow as pa
 import pytest
 
-from rms_duck.errors import CandidateError, ConfigError
+from rms_duck.errors import CandidateError, ConfigError, EncodingUnavailableError
 from rms_duck.formats import FORMATS, BaseFormat, RecordView, register_format
 from rms_duck.packing import parallel
 from rms_duck.packing.batches import pack_lists
@@ -82,6 +83,23 @@ def test_a_bad_config_in_a_workers_share_is_raised_in_row_order():
     with pytest.raises(ConfigError) as shared:
         pack_lists(candidates, budgets, configs, processes=2)
     assert str(shared.value) == str(alone.value)
+
+
+def test_an_unknown_encoding_in_a_workers_share_raises_with_no_worker_warning():
+    """A config naming an encoding no process has, in a worker's share: the worker's
+    EncodingUnavailableError was taken for a worker that cannot load what this process can,
+    so a RuntimeWarning said its share was packed here before this process raised the same
+    error (and, with warnings as errors, the warning was raised in its place)."""
+    candidates, budgets, configs = _batch(40)
+    configs[30] = '{"encoding": "no_such_encoding"}'
+    with pytest.raises(EncodingUnavailableError) as alone:
+        pack_lists(candidates, budgets, configs, processes=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(EncodingUnavailableError) as shared:
+            pack_lists(candidates, budgets, configs, processes=2)
+    assert str(shared.value) == str(alone.value)
+    assert len(bulk._WORKERS) >= 1  # it did go out
 
 
 def die(*args: object) -> None:

@@ -137,10 +137,12 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
         if isinstance(reply, EncodingUnavailableError) or (
                 isinstance(reply, BaseException) and not isinstance(reply, RmsError)):
             # A worker that died, or cannot load an encoding this process has (a registered
-            # BPE file moved since): the share is packed here, where it can be.
+            # BPE file moved since): the share is packed here, where it can be. What this
+            # process cannot pack either (an encoding no process has) raises here, in row
+            # order, as in one process: the warning is only for a share packed here.
+            results.append(here(*share(lo, hi)))
             warnings.warn(f"rms_duck: a packing worker failed ({reply!r}); its bundles were "
                           "packed in this process", RuntimeWarning, stacklevel=3)
-            results.append(here(*share(lo, hi)))
         elif isinstance(reply, RmsError):
             _replay(getattr(reply, "log_records", ()))  # what its rows logged before it
             error = reply  # the first share in row order that failed
