@@ -385,3 +385,30 @@ def test_a_worker_ignores_ctrl_c_its_parent_decides(enc):
     assert bulk.cost_texts(texts, processes=2, threshold_chars=0) == [
         len(enc.encode_ordinary(t)) for t in texts]
     assert bulk._WORKERS == [worker]
+
+
+_CTRL_C_AT_START = """
+import os, signal, sys
+from rms_duck.tokens import bulk
+
+signal.signal(signal.SIGINT, lambda *_: None)  # this process handles Ctrl-C its own way
+worker = bulk._Worker()
+os.killpg(0, signal.SIGINT)  # Ctrl-C in a terminal: the whole group, the worker starting
+texts = [f"line {i} of a batch large enough to go to the workers" for i in range(400)]
+worker.send(("cl100k_base", "", bulk.registrations(), texts))
+print(worker.alive() and len(worker.receive()) == len(texts))
+worker.close()
+"""
+
+
+def test_a_worker_ignores_ctrl_c_that_comes_while_it_starts():
+    """A worker set itself to ignore SIGINT only once it had imported rms_duck: a Ctrl-C in
+    its first tens of milliseconds (a first large batch, started and interrupted at once)
+    killed it, often printing a KeyboardInterrupt traceback. It now starts with SIGINT
+    blocked. Run in a session of its own, whose whole group the SIGINT is sent to."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _CTRL_C_AT_START], capture_output=True,
+                         text=True, timeout=120, start_new_session=True)
+    assert (run.returncode, run.stdout.strip(), run.stderr) == (0, "True", "")

@@ -20,6 +20,7 @@ import atexit
 import importlib
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -184,8 +185,19 @@ class _Worker:
         env = dict(os.environ)
         # The child finds rms_duck (and its BPE files) where this process found them.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "rms_duck.tokens.worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        # Ctrl-C in a terminal reaches the worker too, and may come before it has set
+        # itself to ignore SIGINT (worker.py, once Python has started and imported
+        # rms_duck): it starts with SIGINT blocked, as this thread has it meanwhile.
+        masked = hasattr(signal, "pthread_sigmask")
+        if masked:
+            kept = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "rms_duck.tokens.worker"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         env=env)
+        finally:
+            if masked:
+                signal.pthread_sigmask(signal.SIG_SETMASK, kept)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both are PIPEs
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 
