@@ -75,6 +75,21 @@ def test_a_bad_candidate_in_any_share_raises_what_one_process_raises(bad_rows):
         pack_lists(candidates, budgets, configs, processes=1))
 
 
+def test_an_error_from_a_workers_share_carries_nothing_one_process_does_not():
+    """The worker's records logged before its error travel on the exception (log_records);
+    they were left there, so the caller's exception had an attribute of the worker's
+    LogRecords that the same error raised in one process has not."""
+    candidates, budgets, configs = _batch(40)
+    groups = candidates.to_pylist()
+    groups[33][1]["score"] = float("nan")
+    bad = pa.array(groups)
+    with pytest.raises(CandidateError) as alone:
+        pack_lists(bad, budgets, configs, processes=1)
+    with pytest.raises(CandidateError) as shared:
+        pack_lists(bad, budgets, configs, processes=2)
+    assert vars(shared.value) == vars(alone.value) == {}
+
+
 def test_a_bad_config_in_a_workers_share_is_raised_in_row_order():
     candidates, budgets, configs = _batch(40)
     configs[30] = '{"context_format": "nope"}'

@@ -144,7 +144,7 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
             warnings.warn(f"rms_duck: a packing worker failed ({reply!r}); its bundles were "
                           "packed in this process", RuntimeWarning, stacklevel=3)
         elif isinstance(reply, RmsError):
-            _replay(getattr(reply, "log_records", ()))  # what its rows logged before it
+            _replay(vars(reply).pop("log_records", ()))  # what its rows logged before it
             error = reply  # the first share in row order that failed
         else:
             _replay(reply[1])
