@@ -4,6 +4,9 @@
   with the early exit switched off (every candidate tried in turn) gives the same context,
   receipt and decisions.
 - The receipt text written from the frozen trace equals canonical JSON of the receipt body.
+- The metadata line reserved while packing is priced as a sum of one term per conflict pair
+  (packing/metacost.py): the sum is the tokenizer's count, and packs come out as they do
+  when the whole line is counted each time.
 """
 
 from __future__ import annotations
@@ -359,3 +362,86 @@ def test_packs_without_a_config_share_one_frozen_default():
     assert first.config is shared
     assert first.receipt == pack_candidates([{"id": "a", "score": 0.5, "content": "x"}],
                                             budget=300, config=PackingConfig()).receipt
+
+
+# -- the metadata line's cost, summed per conflict item ---------------------------------------
+
+from rms_duck.formats import get_format  # noqa: E402
+from rms_duck.packing import metacost  # noqa: E402
+from rms_duck.tokens.counter import LineCounter, count_tokens  # noqa: E402
+
+# Ids whose edges the per-item sum covers, and ids it must leave to a whole count: quotes,
+# marks, non-ASCII letters, apostrophes, slashes and spaces at or near an edge. Counted
+# per item, "x+" (o200k_base) and "x." or "_x" (cl100k_base) would be off by a token.
+EDGE_IDS = ["n1", "n22", "A9", "7", "123456", "c12", "x'll", "it's", "a b", 'a"b1', "1,2",
+            "a/b", "x+", "_x", "x.", ":x", "x-", "-x", "/x", "é1", "1é", "東京", "x\u0301",
+            "\u0301x", "a\\b", "'s", "x'", "x ", "a\n", "🙂", "x🙂y"]
+edge_ids = st.one_of(st.sampled_from(EDGE_IDS), st.text(min_size=1, max_size=6))
+BUILT_IN_FORMATS = ["reader", "compact", "auditable", "reader@1", "reader@2", "reader@3",
+                    "reader@5", "compact@1", "compact@5"]
+
+
+def _listed(fmt, pairs, widest_label, numbers):
+    shown = ([widest_label] * len(pairs) if fmt.labels_conflicts
+             else [list(pair) for pair in sorted(pairs)])
+    budget, available, excluded = numbers
+    return fmt.metadata_line(tokens_used=available, budget=budget, conflicts=shown,
+                             excluded_count=excluded)
+
+
+@PROPERTY_SETTINGS
+@example("auditable", "o200k_base", [("a1", "x+"), ("b2", "c3")], 9, (100, 50, 3))
+@example("auditable", "cl100k_base", [("a1", "x."), ("_x", "b2")], 9, (100, 50, 3))
+@given(st.sampled_from(BUILT_IN_FORMATS), st.sampled_from(["o200k_base", "cl100k_base"]),
+       st.lists(st.tuples(edge_ids, edge_ids), max_size=12), st.integers(1, 10**6),
+       st.tuples(st.integers(1, 2**31 - 1), st.integers(0, 2**31 - 1), st.integers(0, 10**6)))
+def test_metadata_line_costs_what_its_per_item_sum_says(name, encoding, pairs, pool, numbers):
+    """The sum (packing/metacost.py) is the tokenizer's count of the whole line for every
+    built-in format, whatever pairs are added, taken out or asked about."""
+    fmt = get_format(name)
+    budget, available, excluded = numbers
+    widest = f"c{pool}"
+    cost = metacost.metadata_cost(fmt, LineCounter(encoding), budget=budget,
+                                  available=available, excluded_count=excluded,
+                                  widest_label=widest)
+    pairs = list(dict.fromkeys(tuple(sorted(pair)) for pair in pairs if pair[0] != pair[1]))
+
+    def count(listed):
+        return count_tokens(_listed(fmt, listed, widest, numbers) + "\n", encoding)
+
+    for i, pair in enumerate(pairs):
+        assert cost.cost(pairs[i:i + 2]) == count(pairs[:i + 2])
+        cost.add([pair])
+        assert cost.cost() == count(pairs[:i + 1])
+    for i, pair in enumerate(pairs):
+        cost.remove([pair])
+        assert cost.cost() == count(pairs[i + 1:])
+
+
+POOL_IDS = EDGE_IDS[:22]  # candidate ids as given (no edge space or line break)
+words = st.lists(st.sampled_from(["note", "the budget", "moved", "to Tuesday", "東京", "12"]),
+                 min_size=1, max_size=6).map(" ".join)
+conflict_rows = st.fixed_dictionaries(
+    {"id": st.sampled_from(POOL_IDS), "score": st.floats(0, 1), "content": words},
+    optional={"contradicts": st.lists(st.sampled_from(POOL_IDS), max_size=4),
+              "pinned": st.booleans(), "prose": words,
+              "session_id": st.just("s"), "session_position": st.integers(0, 30)},
+)
+
+
+@PROPERTY_SETTINGS
+@given(st.lists(conflict_rows, max_size=30), st.integers(60, 1500),
+       st.sampled_from(BUILT_IN_FORMATS), st.sampled_from(["o200k_base", "cl100k_base"]),
+       st.sampled_from([None, "trigger_tier", "adjacent"]))
+def test_per_item_metadata_cost_packs_the_bytes_whole_counts_pack(rows, budget, name, encoding,
+                                                                 session):
+    config = {"context_format": name, "encoding": encoding, "overhead_tokens": 0,
+              "session_context_packing": session}
+    fast = pack_candidates(rows, budget=budget, config=config)
+    metacost._BY_UNITS = False  # render and count the whole line every time
+    try:
+        slow = pack_candidates(rows, budget=budget, config=config)
+    finally:
+        metacost._BY_UNITS = True
+    assert fast.context == slow.context and fast.tokens_used == slow.tokens_used
+    assert fast.receipt == slow.receipt

@@ -127,7 +127,7 @@ def check_pack(monkeypatch, rows, budget, citations, encoding) -> None:
     def assemble(layout, **kwargs):
         # What the layout priced for everything but the metadata line, which it reserves at
         # its widest numbers.
-        priced.append(layout.recount() - layout.metadata_cost(layout.pairs))
+        priced.append(layout.recount() - layout.metadata.cost())
         return real_assemble(layout, **kwargs) or retries.append(1)
 
     monkeypatch.setattr(pipeline, "assemble", assemble)

@@ -74,6 +74,20 @@ def _conflict_labels(conflicts: Sequence[object]) -> str:
     return ", conflicts " + " ".join(map(str, conflicts)) if conflicts else ""
 
 
+def word_list_unit(label: str) -> str:
+    """The text one more conflict label adds to the reader's line: ' c12'."""
+    return " " + label
+
+
+def json_list_unit(item: str | Sequence[str]) -> str:
+    """The text one more conflict item adds to a JSON line's list, cut inside the quotes
+    around the comma: '","c12' after a label, '"],["a","b' after an id pair (the previous
+    item's closing quote and bracket, the comma, then this item without its own)."""
+    rendered = json_compact(item if isinstance(item, str) else list(item))
+    close = '"' if isinstance(item, str) else '"]'
+    return close + "," + rendered[: -len(close)]
+
+
 def solve_tokens_used(rest: int, meta_cost: Callable[[int], int]) -> int | None:
     """Smallest fixed point N = rest + meta_cost(N), searched near the first guess; None
     when there is none nearby (possible with a small vocabulary that splits numbers

@@ -3,18 +3,18 @@ and exactly how many tokens the context they would render to costs.
 
 Costs are exact because each line's cost is exact and lines add (see tokens.py). The only
 estimate is the metadata line, reserved at its widest numbers for the conflict pairs packed
-so far; assembly replaces it exactly.
+so far (metacost.py); assembly replaces it exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..formats import Format, RecordView
 from ..formats.base import elides_times
 from ..records import SECTION_ORDER, Candidate, Level, Section
 from ..tokens.counter import LineCounter
+from .metacost import MetadataCost
 
 _SECTION_RANK = {section: i for i, section in enumerate(SECTION_ORDER)}
 # The time line's place in a record's date lines: (year, day, time).
@@ -56,8 +56,9 @@ class Layout:
     fmt: Format
     counter: LineCounter
     citations: bool
-    metadata_cost: Callable[[frozenset[tuple[str, str]]], int]
-    pairs: frozenset[tuple[str, str]] = frozenset()
+    # The packed records' conflict pairs (kept as records come and go) and the cost of the
+    # metadata line listing them.
+    metadata: MetadataCost
     groups: dict[GroupKey, list[Entry]] = field(default_factory=dict)
     labels: dict[GroupKey, int] = field(default_factory=dict)
     # Per section: how many packed records each date-line prefix dates. With records in date
@@ -71,14 +72,18 @@ class Layout:
     used: int = 0
     elide: bool = field(init=False)  # the format leaves out a lone time line (elides_times)
     # Kept as records come and go, so taking one out costs no pass over the others (the
-    # section 7 ladder takes out and puts back every pin and task): the packed records
-    # naming each conflict pair, and the tokens of all record lines and shown date lines.
-    pair_counts: dict[tuple[str, str], int] = field(init=False, default_factory=dict)
+    # section 7 ladder takes out and puts back every pin and task): the tokens of all
+    # record lines and shown date lines.
     line_tokens: int = field(init=False, default=0)
     date_tokens: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.elide = elides_times(self.fmt)
+
+    @property
+    def pairs(self) -> frozenset[tuple[str, str]]:
+        """The conflict pairs of the packed records."""
+        return frozenset(self.metadata.pairs)
 
     def header_cost(self, speakers: bool) -> int:
         return self.counter.line_cost(self.fmt.header(speakers=speakers, citations=self.citations))
@@ -139,10 +144,7 @@ class Layout:
         self.speakers += entry.speaker
         pairs = _pairs_of(entry)
         if pairs:
-            self.pairs = self.pairs | pairs
-            named = self.pair_counts
-            for pair in pairs:
-                named[pair] = named.get(pair, 0) + 1
+            self.metadata.add(pairs)
         self.used += delta
 
     def remove(self, entry: Entry) -> None:
@@ -176,29 +178,21 @@ class Layout:
             self.date_tokens -= self._dates_delta(key, entry.dates)
         pairs = _pairs_of(entry)
         if pairs:
-            named = self.pair_counts
-            gone = set()
-            for pair in pairs:
-                named[pair] -= 1
-                if not named[pair]:
-                    del named[pair]
-                    gone.add(pair)
-            if gone:
-                self.pairs = self.pairs - gone
+            self.metadata.remove(pairs)
         self.used = self.recount()
 
     def recount(self) -> int:
         if self.records == 0:
             return 0
-        return (self.header_cost(self.speakers > 0) + self.metadata_cost(self.pairs)
+        return (self.header_cost(self.speakers > 0) + self.metadata.cost()
                 + sum(self.labels.values()) + self.line_tokens + self.date_tokens)
 
     def _metadata_delta(self, entry: Entry) -> int:
         new = _pairs_of(entry)
-        if self.records and new <= self.pairs:
+        if self.records and self.metadata.pairs.keys() >= new:  # no new pair: same line
             return 0
-        before = self.metadata_cost(self.pairs) if self.records else 0
-        return self.metadata_cost(self.pairs | new) - before
+        before = self.metadata.cost() if self.records else 0
+        return self.metadata.cost(new) - before
 
     def clear(self) -> None:
         self.groups.clear()
@@ -207,8 +201,7 @@ class Layout:
         self.times.clear()
         self.records = self.speakers = self.used = 0
         self.line_tokens = self.date_tokens = 0
-        self.pairs = frozenset()
-        self.pair_counts.clear()
+        self.metadata.clear()
 
     def ordered(self) -> list[tuple[GroupKey, list[Entry]]]:
         return sorted(self.groups.items(), key=lambda item: item[0])

@@ -37,6 +37,7 @@ from .compat import version3
 from .gcpause import gc_paused
 from .guidance import build_guidance
 from .layout import Entry
+from .metacost import metadata_cost
 from .neighbours import arrange_adjacent
 from .prepare import by_score, conflict_map, dedupe
 from .selector import Selector, order_multipath
@@ -82,20 +83,10 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
     pool, below = split_min_score(pool, config)
     conflicts = conflict_map(pool)
 
-    fmt = config.format
-    widest_label = f"c{max(len(pool), 1)}"
-
-    def metadata_cost(pairs: frozenset[tuple[str, str]]) -> int:
-        # Widest numbers and labels: the final line can only be as long or shorter.
-        shown: list[object] = (
-            [widest_label] * len(pairs) if fmt.labels_conflicts
-            else [list(pair) for pair in sorted(pairs)])
-        return counter.line_cost(fmt.metadata_line(
-            tokens_used=max(available, 0), budget=budget, conflicts=shown,
-            excluded_count=len(rows)))
-
+    metadata = metadata_cost(config.format, counter, budget=budget, available=available,
+                             excluded_count=len(rows), widest_label=f"c{max(len(pool), 1)}")
     selector = Selector(pool, available=available, config=config, counter=counter,
-                        metadata_cost=metadata_cost, conflicts=conflicts)
+                        metadata=metadata, conflicts=conflicts)
     flags: list[str] = []
     if budget <= 0:
         flags.append(Flag.BUDGET_ERROR.value)

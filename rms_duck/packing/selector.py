@@ -5,7 +5,7 @@ and the Selector that packs one candidate at a time against a Layout.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import PackingConfig
@@ -27,6 +27,7 @@ from ..unfrozen import new, unfrozen_twin
 from .compat import version3
 from .folding import FoldIndex, folds_into
 from .layout import Entry, Layout, dated
+from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score
 from .represent import representation_text
@@ -122,7 +123,7 @@ class Selector:
     """Runs the priority tiers against a Layout, recording an Outcome per candidate."""
 
     def __init__(self, pool: Sequence[Candidate], *, available: int, config: PackingConfig,
-                 counter: LineCounter, metadata_cost: Callable[[frozenset], int],
+                 counter: LineCounter, metadata: MetadataCost,
                  conflicts: dict[str, tuple[str, ...]]) -> None:
         self.config = config
         self.fmt = get_format(config.context_format)
@@ -143,7 +144,7 @@ class Selector:
         self.provisional_ref = f"m{len(pool)}" if numbered else None
         # Pair labels are numbered at assembly; the widest one costs every line meanwhile.
         self.provisional_label = f"c{max(len(pool), 1)}"
-        self.layout = Layout(self.fmt, counter, config.context_citations, metadata_cost)
+        self.layout = Layout(self.fmt, counter, config.context_citations, metadata)
         self.allowed = _allowed_levels(config, self.fmt.text_levels_only)
         self.text_required = self.fmt.text_levels_only or config.min_level in TEXT_LEVELS
         self._sequence = 0

@@ -196,6 +196,12 @@ class LineCounter:
                 return False
         return True
 
+    @property
+    def pattern_proven(self) -> bool:
+        """Whether costs may be argued from the cl100k_base or o200k_base pattern itself
+        (sums_exactly, packing/metacost.py); never for an audit's counter, which recounts."""
+        return self._proven
+
     def load_on_first_miss(self, load: Callable[[LineCounter], object]) -> None:
         """Call `load(self)` (which primes this counter) just before the first line that
         neither cache holds is tokenized; never, if every line asked for is cached. A warm
