@@ -49,9 +49,23 @@ def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate | None]) -> list[
         if type(row) is dict:
             candidate = shapes.candidate(row)
             out.append(candidate if candidate is not None else to_candidate(row, i))
+        elif isinstance(row, Candidate):
+            out.append(_without_nan(row, i))
         else:
-            out.append(row if isinstance(row, Candidate) else to_candidate(row, i))
+            out.append(to_candidate(row, i))
     return out
+
+
+def _without_nan(candidate: Candidate, index: int) -> Candidate:
+    """A Candidate as it is, unless a number field holds NaN: a Candidate built by hand skips
+    the row checks, and a NaN score outranked every other (NaN compares false both ways)."""
+    c = candidate
+    if (c.score == c.score and c.salience == c.salience and c.confidence == c.confidence
+            and c.path_count == c.path_count and c.session_position == c.session_position
+            and c.token_cost_estimate == c.token_cost_estimate):
+        return c
+    # The row checks refuse it, naming the first bad field as for a dict row.
+    return to_candidate({name: getattr(c, name) for name in _FIELD_NAMES}, index)
 
 
 def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:
@@ -91,8 +105,10 @@ def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:
     return _new_candidate(values)
 
 
-# Optional fields that hold numbers: there a NaN is a bad number, named in the error.
-_NUMBERS = frozenset({"salience", "confidence", "path_count", "session_position",
+# Fields that hold numbers: there a NaN is a bad number, named in the error. A dict row
+# cannot tell pandas' missing number from a NaN computed upstream (0/0); a DataFrame passed
+# whole can, and reads its NaN as NULL (Arrow's from_pandas).
+_NUMBERS = frozenset({"score", "salience", "confidence", "path_count", "session_position",
                       "token_cost_estimate"})
 
 
@@ -100,7 +116,7 @@ def _pandas_missing(name: str, value: object) -> bool:
     """pandas' missing value in a `df.to_dict("records")` row: pd.NA (nullable dtypes), or
     a float NaN in a field that holds no number (pandas 3's str dtype marks a missing text
     with NaN). Arrow reads both as NULL, so a dict row must too, not as the text 'nan'."""
-    if type(value) is float:
+    if isinstance(value, float):  # np.float64 too: dict(frame.iloc[i]) gives it
         return value != value and name not in _NUMBERS
     pandas = sys.modules.get("pandas")
     return pandas is not None and value is getattr(pandas, "NA", None)
@@ -260,7 +276,8 @@ def _node_id(where: _Where, field: str, value: object, required: bool = False) -
     if type(value) is str and (_CANONICAL_UUID.fullmatch(value) or (
             len(value) != 36 and value[:1].strip() and value[-1:].strip())):
         return value  # already canonical: no padding, and not a UUID spelled another way
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if value is None or (isinstance(value, str) and not value.strip()) \
+            or (required and _pandas_missing(field, value)):
         raise where.fail(field, value, "is required and must be a non-empty id",
                          "give every candidate its node id (VARCHAR or UUID)")
     if isinstance(value, uuid.UUID):
@@ -277,7 +294,7 @@ def _node_id(where: _Where, field: str, value: object, required: bool = False) -
 
 
 def _unit(where: _Where, field: str, value: object, required: bool = False) -> float:
-    if value is None and required:
+    if required and (value is None or _pandas_missing(field, value)):
         raise where.fail(field, value, "is required and must be a number in [0, 1]",
                          "filter out NULL scores or COALESCE them to 0")
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
@@ -286,6 +303,10 @@ def _unit(where: _Where, field: str, value: object, required: bool = False) -> f
         number = float(value)
     except (OverflowError, ValueError):  # 10**400, Decimal('sNaN')
         number = math.nan
+    else:
+        if number != number:
+            raise where.fail(field, value, "must be a number in [0, 1]",
+                             _nan_fix(required))
     if math.isnan(number) or not 0.0 <= number <= 1.0:
         raise where.fail(field, value, "must be a number in [0, 1]",
                          "normalise scores into [0, 1] (for example divide by the maximum)")
@@ -293,7 +314,7 @@ def _unit(where: _Where, field: str, value: object, required: bool = False) -> f
 
 
 def _content(where: _Where, value: object) -> str:
-    if value is None:
+    if value is None or _pandas_missing("content", value):
         raise where.fail("content", value, "is required text",
                          "pass '' for a record without text, or drop the row")
     return _text(where, "content", value)
@@ -403,6 +424,8 @@ def _path_count(where: _Where, value: object, paths: tuple[str, ...]) -> int | N
 
 
 def _whole(where: _Where, field: str, value: object) -> int:
+    if _is_nan(value):
+        raise where.fail(field, value, "must be a whole number", _nan_fix(required=False))
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     elif isinstance(value, decimal.Decimal) and value.is_finite() and value == int(value):
@@ -420,6 +443,20 @@ def _whole(where: _Where, field: str, value: object) -> int:
 
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _is_nan(value: object) -> bool:
+    """A NaN of any number type: float, numpy's, Decimal('NaN')."""
+    if isinstance(value, decimal.Decimal):
+        return value.is_nan()
+    return isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) \
+        and value != value
+
+
+def _nan_fix(required: bool) -> str:
+    """The fix for a NaN in a number field, worded alike on every path."""
+    return ("NaN is no number: drop the row or give it a score in [0, 1]" if required
+            else "NaN is no number: pass NULL (None in Python) where there is no value")
 
 
 def _flag(where: _Where, field: str, value: object) -> bool:

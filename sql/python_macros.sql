@@ -27,10 +27,18 @@ COMMENT ON MACRO rms_budget_arg IS 'rms_budget_arg(budget, fn): the budget as BI
 CREATE OR REPLACE TEMP MACRO rms_candidates_arg(candidates, fn) AS
     CASE WHEN typeof(candidates) IN ('"NULL"', '"NULL"[]')
          THEN CAST(candidates AS rms_candidate[])
-         -- the UDF names a field whose values the cast would change or refuse
+         -- the UDF names a field whose values the cast would change or refuse; it is false
+         -- when a whole field is FLOAT or DOUBLE
          WHEN regexp_full_match(typeof(candidates), '(?s)STRUCT\(.*\)\[[0-9]*\]')
               AND rms_candidate_type_udf(typeof(candidates), fn)
          THEN CAST(candidates AS rms_candidate[])
+         -- FLOAT or DOUBLE whole fields: DuckDB's cast refuses NaN, infinity and 1e19 naming
+         -- no field, so the UDF raises the Python checks' error first. The type is put in by
+         -- duck/macros.py: rms_candidate with DOUBLE whole fields. A nested CASE runs the UDF
+         -- for these lists only.
+         WHEN regexp_full_match(typeof(candidates), '(?s)STRUCT\(.*\)\[[0-9]*\]')
+         THEN CASE WHEN rms_whole_values_udf(CAST(candidates AS rms_candidate_wholes_as_double[]))
+                   THEN CAST(candidates AS rms_candidate[]) END
          ELSE error(fn || ': candidates must be a LIST of STRUCTs (one per candidate, with at '
                     || 'least id, score and content), got a value of type '
                     || typeof(candidates) || '; '

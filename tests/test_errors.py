@@ -50,7 +50,7 @@ CASES = [
          sql_rows=f"[{GOOD_SQL}, {{'id': 'b', 'score': 'nan'::DOUBLE, 'content': 'x'}}]",
          error=CandidateError,
          phrases=["candidate #1 (id 'b')", "field 'score'", "must be a number in [0, 1]",
-                  "got nan", "normalise scores into [0, 1]"]),
+                  "got nan", "NaN is no number: drop the row or give it a score"]),
     case("score-above-one",
          rows=[{"id": "a", "score": 1.5, "content": "x"}],
          sql_rows="[{'id': 'a', 'score': 1.5, 'content': 'x'}]",

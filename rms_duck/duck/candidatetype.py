@@ -15,9 +15,10 @@ structured_value (their text is their JSON). One lossy cast passes too, because 
 would refuse common SQL (ceil() and avg() return DOUBLE): a fractional DOUBLE or DECIMAL
 whole field (path_count 1.5) is rounded by DuckDB, where Python refuses it. The whole fields
 are BIGINT in rms_candidate, so a value past 32 bits (a BIGINT row_number() of 3e9) reaches
-the Python checks, which name the candidate, the field and the value; only a value outside
-BIGINT's range (a large HUGEINT or UBIGINT, a DOUBLE of 1e19, inf or NaN) still meets
-DuckDB's own cast error.
+the Python checks, which name the candidate, the field and the value. A FLOAT or DOUBLE whole
+field may hold a value no cast takes (NaN, infinity, 1e19): its values are checked before the
+cast (wholecast.py), so only a value outside BIGINT's range in a HUGEINT, UBIGINT or DECIMAL
+still meets DuckDB's own cast error, which names no field.
 """
 
 from __future__ import annotations
@@ -85,6 +86,17 @@ def _problem(type_text: str) -> tuple[str, str, str] | None:
         if kind is not None and given != _NULL and not _allowed(kind, given):
             return name, given, kind
     return None
+
+
+@lru_cache(maxsize=256)
+def has_float_whole_field(type_text: str) -> bool:
+    """A whole field (path_count, ...) of the candidate STRUCT list type is FLOAT or DOUBLE:
+    its values must be checked before DuckDB's cast (wholecast.py)."""
+    element = _LIST_SUFFIX.sub("", type_text, count=1)
+    if not (element.startswith("STRUCT(") and element.endswith(")")):
+        return False
+    return any(_FIELDS.get(name.lower()) == "whole" and given in _FLOATS
+               for name, given in _struct_fields(element[len("STRUCT("):-1]))
 
 
 def _allowed(kind: str, given: str) -> bool:

@@ -57,6 +57,7 @@ def install_temp_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnec
     """Create the TEMP macros on `con` (a connection or cursor): copies of the shipped
     pure-SQL macros, which shadow whatever the file stores, and the Python-backed ones."""
     from .sqlstore import STORE_CONNECTION, connection_number  # sqlstore imports cursors
+    from .wholecast import WHOLES_AS_DOUBLE, wholes_as_double_type
 
     for name in _PURE_FILES:
         con.execute(temp_sql(name))
@@ -64,9 +65,11 @@ def install_temp_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnec
     # number: the UDF is shared by every connection of the database (DuckDB keeps Python UDFs
     # in its system catalog), so it cannot hold one of them.
     sql = read_sql("python_macros.sql")
-    if STORE_CONNECTION not in sql:
-        raise RuntimeError(f"sql/python_macros.sql no longer passes {STORE_CONNECTION}")
-    con.execute(sql.replace(STORE_CONNECTION, str(connection_number(con))))
+    for placeholder in (STORE_CONNECTION, WHOLES_AS_DOUBLE):
+        if placeholder not in sql:
+            raise RuntimeError(f"sql/python_macros.sql no longer holds {placeholder}")
+    con.execute(sql.replace(STORE_CONNECTION, str(connection_number(con)))
+                .replace(WHOLES_AS_DOUBLE, wholes_as_double_type()))
     return con
 
 

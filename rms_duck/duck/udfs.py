@@ -18,9 +18,10 @@ from ..packing.batches import pack_lists
 from ..packing.repack import check_receipt_body, compare_with_receipt, parse_receipt, repack
 from ..tokens.encodings import get_encoding, known_encodings
 from ..tokens.estimate import estimate_tokens
-from .candidatetype import check_candidate_type
+from .candidatetype import check_candidate_type, has_float_whole_field
 from .stemming import stem_words
 from .types import BUNDLE_SQL_TYPE
+from .wholecast import check_whole_values, wholes_as_double_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,17 +145,29 @@ def replay_udf(inputs: pa.ChunkedArray, receipts: pa.ChunkedArray) -> pa.Array:
 
 
 def candidate_type_udf(type_texts: pa.ChunkedArray, fns: pa.ChunkedArray) -> pa.Array:
-    """True for each candidate list type whose known fields DuckDB can cast without changing
-    a value; otherwise the CandidateError naming the field (duck/candidatetype.py)."""
+    """For each candidate list type: the CandidateError naming a field whose type DuckDB's
+    cast would change or refuse (duck/candidatetype.py); else False where a whole field is
+    FLOAT or DOUBLE, whose values whole_values_udf checks first, and True otherwise."""
+    out = []
     for type_text, fn in zip(type_texts.to_pylist(), fns.to_pylist(), strict=True):
         if type_text is not None:
             check_candidate_type(type_text, fn or "pack_context")
-    return pa.array([True] * len(type_texts), pa.bool_())
+        out.append(type_text is None or not has_float_whole_field(type_text))
+    return pa.array(out, pa.bool_())
+
+
+def whole_values_udf(lists: pa.ChunkedArray) -> pa.Array:
+    """True for each candidate list whose FLOAT or DOUBLE whole fields DuckDB can cast;
+    otherwise the first CandidateError a Python entry point raises (duck/wholecast.py)."""
+    check_whole_values(lists)
+    return pa.array([True] * len(lists), pa.bool_())
 
 
 UDFS = (
     Udf("rms_pack_udf", pack_udf, ("rms_candidate[]", "BIGINT", "VARCHAR"), BUNDLE_SQL_TYPE),
     Udf("rms_candidate_type_udf", candidate_type_udf, ("VARCHAR", "VARCHAR"), "BOOLEAN"),
+    Udf("rms_whole_values_udf", whole_values_udf, (wholes_as_double_type() + "[]",),
+        "BOOLEAN"),
     Udf("rms_token_count_udf", token_count_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_token_estimate_udf", token_estimate_udf, ("VARCHAR", "VARCHAR"), "BIGINT"),
     Udf("rms_stem_udf", stem_udf, ("VARCHAR", "VARCHAR"), "VARCHAR"),
