@@ -297,7 +297,9 @@ def _enum_converter(name: str) -> Callable[[list[Any]], list[Any]]:
 
 
 def _paths(values: list[Any]) -> list[Any]:
-    return [None if v is None else tuple([p for p in v if p is not None]) for v in values]
+    # A column of another type (a float NaN for a missing list) is not taken from the
+    # columns: its rows go to the row checks, which read or refuse each value.
+    return [tuple([p for p in v if p is not None]) if type(v) is list else v for v in values]
 
 
 def _speaker(values: list[Any]) -> list[Any]:

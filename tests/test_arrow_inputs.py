@@ -333,3 +333,20 @@ def test_a_group_key_feeds_a_candidate_field_only_when_named_exactly():
         table = pa.Table.from_pylist([{**row, key: "s1"} for row in rows])
         inputs = rms_duck.pack_batches(table, by=key, budget=300, inputs=True)
         assert ('"session_id":"s1"' in inputs.column("inputs")[0].as_py()) is feeds, key
+
+
+@pytest.mark.parametrize("field", ["paths", "evidence_ids", "contradicts"])
+def test_a_number_column_for_a_list_field_is_read_as_a_dict_row_reads_it(con, field):
+    """A float column named paths raised TypeError: 'float' object is not iterable. Its NaN is
+    now missing (NULL) and its number a value to refuse, as in the same rows as dicts."""
+    from rms_duck.errors import CandidateError
+
+    rows = [{"id": "a", "score": 0.5, "content": "x", field: float("nan")}]
+    by_table = rms_duck.pack(con, pa.Table.from_pylist(rows), budget=300, store=False)
+    assert by_table.context == rms_duck.pack_candidates(rows, budget=300).context
+    numbered = [{**rows[0], field: 1.0}]
+    message = rf"candidate #0 \(id 'a'\): field '{field}' must be a list, got 1.0"
+    with pytest.raises(CandidateError, match=message):
+        rms_duck.pack(con, pa.Table.from_pylist(numbered), budget=300, store=False)
+    with pytest.raises(CandidateError, match=message):
+        rms_duck.pack_candidates(numbered, budget=300)
