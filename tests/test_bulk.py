@@ -412,3 +412,15 @@ def test_a_worker_ignores_ctrl_c_that_comes_while_it_starts():
     run = subprocess.run([sys.executable, "-c", _CTRL_C_AT_START], capture_output=True,
                          text=True, timeout=120, start_new_session=True)
     assert (run.returncode, run.stdout.strip(), run.stderr) == (0, "True", "")
+
+
+def test_a_worker_closed_just_before_a_fork_is_orphaned_without_error():
+    """_workers() and shutdown_pool() close a worker before it leaves the pool; a child
+    forked in between found a closed pipe, and _forked() failed before it had pointed the
+    other workers' pipes at /dev/null (review of this stop's diff)."""
+    bulk.start_pool(2)
+    [worker] = bulk._WORKERS
+    worker.close()
+    worker.orphan()  # in a child, at fork: nothing left to point anywhere
+    bulk.shutdown_pool()
+    assert bulk._WORKERS == []

@@ -105,9 +105,10 @@ def shutdown_pool(*, kill: bool = False) -> None:
     """Stop the worker processes (registered to run at exit). kill=True stops them at once,
     for a pool given up mid-request: a busy worker would otherwise finish its request first."""
     with _POOL_LOCK:
-        workers, _WORKERS[:] = list(_WORKERS), []
-    for worker in workers:
-        worker.close(kill=kill)
+        # Each leaves _WORKERS once closed: a child forked meanwhile orphans the others.
+        while _WORKERS:
+            _WORKERS[0].close(kill=kill)
+            del _WORKERS[0]
 
 
 def _cost(texts: list[str], encoding: str, suffix: str, processes: int | None,
@@ -172,7 +173,7 @@ def _workers(count: int) -> list[_Worker]:
     with _POOL_LOCK:
         for dead in [w for w in _WORKERS if not w.alive()]:
             dead.close()  # its pipes, which would otherwise stay open until collected
-        _WORKERS[:] = [w for w in _WORKERS if w.alive()]
+            _WORKERS.remove(dead)
         while len(_WORKERS) < count:
             _WORKERS.append(_Worker())
         return _WORKERS[:count]
@@ -234,7 +235,8 @@ class _Worker:
         null = os.open(os.devnull, os.O_RDWR)
         try:
             for stream in (self.stdin, self.stdout):
-                os.dup2(null, stream.fileno())
+                if not stream.closed:  # closed by the parent just before the fork
+                    os.dup2(null, stream.fileno())
         finally:
             os.close(null)
 
