@@ -13,7 +13,7 @@ pyarrow is imported inside the functions: the core stays importable without it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -366,13 +366,6 @@ def readable_row(structs: Any, row: int) -> dict[str, Any] | None:
     except OverflowError:
         names = [structs.type.field(i).name for i in range(structs.type.num_fields)]
         return {name: readable(structs.field(i)[row]) for i, name in enumerate(names)}
-
-
-def finish(rows: Sequence[Row]) -> list[Candidate]:
-    """to_candidates() over an intake: Candidates pass through, the rest are checked."""
-    from .candidates import to_candidates
-
-    return to_candidates(rows)
 
 
 def plain_types(table: Any) -> Any:
