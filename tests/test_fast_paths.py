@@ -445,3 +445,38 @@ def test_per_item_metadata_cost_packs_the_bytes_whole_counts_pack(rows, budget, 
         metacost._BY_UNITS = True
     assert fast.context == slow.context and fast.tokens_used == slow.tokens_used
     assert fast.receipt == slow.receipt
+
+
+def test_each_path_checks_a_candidate_once(monkeypatch):
+    """A SQL pack, rms_store and rms_duck.pack check their rows before packing; the packer
+    takes the checked list as it is rather than check every Candidate a second time."""
+    import pyarrow as pa
+
+    import rms_duck
+    from rms_duck import candidates as module
+
+    checked: list[str] = []
+    real = module._without_nan
+
+    def counted(candidate, index):
+        checked.append(candidate.id)
+        return real(candidate, index)
+
+    monkeypatch.setattr(module, "_without_nan", counted)
+    con = rms_duck.connect()
+    rows = [{"id": f"r{i}", "score": 0.5, "content": f"text {i}"} for i in range(5)]
+    table = pa.Table.from_pylist(rows)
+    con.register("pool", table)
+    sql_list = "list({'id': id, 'score': score, 'content': content})"
+    for call in (lambda: con.execute(f"SELECT pack_context({sql_list}, 4096) FROM pool"),
+                 lambda: con.execute(f"SELECT rms_store({sql_list}, 4096) FROM pool"),
+                 lambda: rms_duck.pack(con, table, budget=4096)):
+        checked.clear()
+        call()
+        assert sorted(checked) == sorted(r["id"] for r in rows)
+    # A list a caller builds is checked whole, however it was made.
+    from rms_duck.candidates import to_candidates
+    from rms_duck.records import Candidate
+    mine = to_candidates(rows) + [Candidate(id="nan", score=float("nan"), content="x")]
+    with pytest.raises(rms_duck.errors.CandidateError, match="field 'score'"):
+        pack_candidates(mine, budget=4096)

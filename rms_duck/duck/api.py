@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from ..bundle import MemoryBundle
-from ..candidates import to_candidates
+from ..candidates import CheckedCandidates, to_candidates
 from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError
@@ -96,7 +96,7 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{name} must be text (or None), got {type(value).__name__} "
                               f"{value!r}; pass str({name})")
-    validated = to_candidates(rows)
+    validated = CheckedCandidates(to_candidates(rows))
     # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing; they
     # are checked, so a wrong one cannot change the bundle.
     bundle, counter, corrections = pack_checked(con, validated, budget=budget,

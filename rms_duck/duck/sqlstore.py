@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ..candidates import to_candidates
+from ..candidates import CheckedCandidates, to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ReceiptError, RmsError
 from ..packing.batches import candidate_rows, in_group, pack_in_turn
@@ -122,7 +122,7 @@ def _packed(candidates: Any, budgets: list[Any], configs: list[Any], namespaces:
             if config is None:
                 config = parsed[raw] = parse_config(raw)
             # A NULL struct in the list reaches to_candidates, which names it.
-            validated = to_candidates(rows or [])  # type: ignore[arg-type]
+            validated = CheckedCandidates(to_candidates(rows or []))  # type: ignore[arg-type]
             bundle = pack_in_turn(validated, budget=budget, config=config)
         except RmsError as exc:
             raise in_group(exc, rows) from exc.__cause__

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..bundle import MemoryBundle
-from ..candidates import to_candidates
+from ..candidates import CheckedCandidates, to_candidates
 from ..columnar import Row, candidate_field, check_columns, intake, plain_type, plain_types
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
@@ -273,7 +273,7 @@ def _prepare(jobs: list[list[Any]], counters: dict[str, LineCounter],
         if not _whole(job[1]):
             break
         try:
-            job[0] = to_candidates(job[0])
+            job[0] = CheckedCandidates(to_candidates(job[0]))
         except RmsError:
             break
         ready += 1

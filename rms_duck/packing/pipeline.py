@@ -15,7 +15,7 @@ from numbers import Integral
 from typing import Any
 
 from ..bundle import MemoryBundle, TraceRow
-from ..candidates import to_candidates
+from ..candidates import CheckedCandidates, to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError
 from ..metrics import bundle_metrics
@@ -73,7 +73,7 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
     config = parse_config(config)
     budget = _check_budget(budget)
     available = _available(budget, config)
-    rows = to_candidates(candidates)
+    rows = candidates if type(candidates) is CheckedCandidates else to_candidates(candidates)
     counter = counter or LineCounter(config.encoding)
     if counter.encoding != config.encoding:
         raise ConfigError(
