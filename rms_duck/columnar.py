@@ -332,7 +332,9 @@ def _convert_times(columns: dict[str, list[Any]]) -> set[int]:
                 # spaces, which strip() would remove), so skip its steps; anything that fails
                 # here, an out-of-range offset included, goes the row checks' way below.
                 try:
-                    values[row] = as_utc(datetime.fromisoformat(value))
+                    parsed = datetime.fromisoformat(value)
+                    # DuckDB's '+00' parses to the UTC singleton, already what as_utc gives.
+                    values[row] = parsed if parsed.tzinfo is UTC else as_utc(parsed)
                     continue
                 except Exception:  # noqa: BLE001, S112 - the path below reports it
                     pass
