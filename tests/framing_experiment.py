@@ -16,7 +16,9 @@ candidates at one budget under reader-format variants that are experiments, not 
 
 and prints all-evid / ceiling for each (docs/evaluation.md quotes a run). The ceiling packs
 plain `speaker: text` lines with no framing at all, so "no dates" bounds what any dated
-framing can reach. Usage:
+framing can reach. `--more-room 10,20,40` also packs the shipped reader with that many
+more tokens of budget than the ceiling gets: how many tokens a framing would have to save
+to close the gap. Usage:
 
     python tests/framing_experiment.py examples/hard_conversations.jsonl --budget 1024
 """
@@ -93,15 +95,36 @@ def compare(questions: list[tuple[set[str], list]], budget: int) -> dict[str, fl
     return out
 
 
+def with_more_room(questions: list[tuple[set[str], list]], budget: int,
+                   extra: int) -> float:
+    """all-evid / ceiling of the shipped reader given `extra` more tokens than the ceiling."""
+    config = PackingConfig(multipath_ordering="balanced", representation_policy="highest_fit")
+    room = budget - config.overhead_tokens
+    complete = fitting = 0
+    for evidence, candidates in questions:
+        if not evidence <= runner.plain_lines_ceiling(candidates, room, config):
+            continue
+        fitting += 1
+        bundle = pack_candidates(candidates, budget=budget + extra, config=config)
+        complete += evidence <= {r.id for r in bundle.included
+                                 if r.representation in TEXT_LEVELS}
+    return complete / max(fitting, 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path")
     parser.add_argument("--budget", type=int, default=1024)
+    parser.add_argument("--more-room", default="",
+                        help="comma-separated extra tokens to give the shipped reader")
     args = parser.parse_args()
     questions = ranked(args.path)
     print(f"{len(questions)} questions, budget {args.budget}")
     for name, share in compare(questions, args.budget).items():
         print(f"{name:12s} all-evid / ceiling {share:.1%}")
+    for extra in (int(v) for v in args.more_room.split(",") if v):
+        share = with_more_room(questions, args.budget, extra)
+        print(f"as shipped, {extra} more tokens: all-evid / ceiling {share:.1%}")
 
 
 if __name__ == "__main__":
