@@ -44,7 +44,9 @@ class PackingConfig:
     min_score: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.context_format not in LEGACY_FORMATS:
+        # Only text is looked up among the frozen formats: a list or dict from a JSON
+        # config is unhashable, and the dict lookup would raise a bare TypeError.
+        if not isinstance(self.context_format, str) or self.context_format not in LEGACY_FORMATS:
             _choice("context_format", self.context_format, tuple(FORMATS))
         _choice("multipath_ordering", self.multipath_ordering, ORDERINGS)
         _choice("representation_policy", self.representation_policy, POLICIES)

@@ -125,6 +125,11 @@ CASES = [
          error=ConfigError,
          phrases=["config field 'context_format' has unknown value 'markdown'",
                   "Use one of: reader, auditable, compact"]),
+    case("format-not-text",  # a list or dict raised a bare TypeError (unhashable type)
+         config={"context_format": ["reader"]}, sql_config={"context_format": ["reader"]},
+         error=ConfigError,
+         phrases=["config field 'context_format' has unknown value ['reader']",
+                  "Use one of: reader, auditable, compact"]),
     case("citations-with-auditable",
          config={"context_format": "auditable", "context_citations": True},
          sql_config="{'context_format': 'auditable', 'context_citations': true}",
