@@ -123,8 +123,12 @@ def test_a_temp_query_inside_an_open_transaction_says_what_to_do(mcon):
                  "'text' AS content")
     mcon.execute("BEGIN TRANSACTION")
     try:
+        mcon.execute("INSERT INTO busy VALUES ('y', 0.4, 'uncommitted')")
         with pytest.raises(QueryRejectedError, match="COMMIT or ROLLBACK it"):
             rms_duck.pack(mcon, "SELECT * FROM busy", budget=400, store=False)
+        # The caller's transaction is intact, not aborted by a BEGIN inside it: its row is
+        # still there (an aborted one refuses this query, and its COMMIT drops the row).
+        assert mcon.execute("SELECT count(*) FROM busy").fetchall() == [(2,)]
     finally:
         mcon.execute("ROLLBACK")
 

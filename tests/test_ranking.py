@@ -6,6 +6,7 @@ import math
 import re
 import uuid
 
+import duckdb
 import pytest
 
 import rms_duck
@@ -177,6 +178,22 @@ def test_python_pack_accepts_the_table_macro(con):
     refresh_index(con)
     bundle = rms_duck.pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=1000,
                            params=["cut-over", "ns", 5], store=False)
+    assert bundle.included_ids == [nid(1)]
+
+
+def test_a_stale_index_under_the_callers_open_transaction_says_to_commit(con):
+    # pack() refreshes a stale index in a transaction of its own. Its BEGIN inside the
+    # caller's open transaction raised DuckDB's bare "cannot start a transaction within a
+    # transaction" and aborted the caller's, whose COMMIT then dropped its row silently.
+    con.begin()
+    add(con, 1, "the cut-over moved to December 19")
+    with pytest.raises(duckdb.TransactionException,
+                       match="has a transaction open; COMMIT or ROLLBACK it first"):
+        rms_duck.pack(con, "SELECT * FROM rms_candidates(?, ?)", budget=1000,
+                      params=["cut-over", "ns"], store=False)
+    con.commit()  # the caller's transaction is untouched: its row is kept
+    bundle = rms_duck.pack(con, "SELECT * FROM rms_candidates(?, ?)", budget=1000,
+                           params=["cut-over", "ns"], store=False)
     assert bundle.included_ids == [nid(1)]
 
 

@@ -22,6 +22,7 @@ from .indexcheck import ensure_index, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import ASCII_LOWER, check_query
 from .storage import store_bundle
+from .transactions import transaction_open
 
 
 def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
@@ -230,14 +231,14 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
 
     timer = threading.Timer(timeout, interrupt) if timeout is not None else None
     try:
-        try:
-            _begin_read_only(cur, kept)
-        except duckdb.TransactionException:
+        # Asked before BEGIN: a BEGIN inside the caller's open transaction would abort it,
+        # and their COMMIT would then drop their uncommitted rows without a word.
+        if on_connection and transaction_open(cur):
             raise QueryRejectedError(
                 "the ranking query reads this connection's TEMP tables or registered "
                 "DataFrames, so it must run on the connection itself, which has a "
-                "transaction open; COMMIT or ROLLBACK it before calling rms_duck.pack"
-            ) from None
+                "transaction open; COMMIT or ROLLBACK it before calling rms_duck.pack")
+        _begin_read_only(cur, kept)
         try:
             if timer is not None:
                 timer.start()

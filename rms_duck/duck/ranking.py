@@ -12,9 +12,12 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import duckdb
+
 from ..errors import ConfigError, did_you_mean
 from .sqlfiles import read_sql
 from .stemming import check_language, stopwords_for
+from .transactions import transaction_open
 
 SIGNALS = ("lexical", "ngram", "vector", "salience")
 _TOLERANCE = 1e-9
@@ -170,7 +173,7 @@ def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
         The number of nodes indexed and of stale entries dropped.
     """
     # On `con` itself: the ranking macros the refresh uses are TEMP, so a cursor lacks them.
-    con.execute("BEGIN TRANSACTION")
+    _begin(con)
     try:
         [(changed,)] = con.execute(
             "SELECT count(*) FILTER (WHERE indexed_language IS DISTINCT FROM language) > 0 "
@@ -191,6 +194,18 @@ def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
     return IndexRefresh(indexed=int(indexed), dropped=int(dropped))
 
 
+def _begin(con: Any) -> None:
+    """BEGIN a transaction of the index's own on `con`. One the caller has open is left
+    alone: a BEGIN inside it would abort it, losing the caller's uncommitted rows (and a
+    ranking query, on a cursor, would not see those rows anyway)."""
+    if transaction_open(con):
+        raise duckdb.TransactionException(
+            "the lexical index is refreshed in a transaction of its own (rms_duck.pack "
+            "refreshes a stale one before a ranking query reads it), and this connection has "
+            "a transaction open; COMMIT or ROLLBACK it first")
+    con.execute("BEGIN TRANSACTION")
+
+
 def set_index_language(con: Any, language: str, *,
                        stopwords: list[str] | None = None) -> IndexRefresh:
     """Index in another language: its Snowball stemmer and its stop words, then rebuild.
@@ -208,7 +223,7 @@ def set_index_language(con: Any, language: str, *,
     language = check_language(language)
     words = stopwords_for(language) if stopwords is None else sorted(
         {str(w).strip().lower() for w in stopwords if str(w).strip()})
-    con.execute("BEGIN TRANSACTION")
+    _begin(con)
     try:
         con.execute("UPDATE rms_lexical_config SET language = ?", [language])
         con.execute("DELETE FROM rms_stopwords")
