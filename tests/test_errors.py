@@ -395,6 +395,17 @@ def test_ranking_query_is_rejected_and_nothing_is_stored(shared_con, query, phra
     assert "t2" not in {r[0] for r in shared_con.sql("SHOW TABLES").fetchall()}
 
 
+@pytest.mark.parametrize("params", ["abc", b"ab", 5, {"q": "x"}])
+def test_params_that_are_not_a_list_of_values_are_named(shared_con, params):
+    # A str was split into characters and a dict into its keys, so DuckDB complained of a
+    # count mismatch or of mixed named and positional parameters; an int raised TypeError.
+    with pytest.raises(ConfigError, match=r"params must be a list of values for the query's "
+                                          r"\? placeholders \(or None\), got "):
+        rms_duck.pack(shared_con, "SELECT ? AS id, 0.5 AS score, 'x' AS content",
+                      params=params, budget=500)
+    assert count_stored(shared_con) == (0, 0)
+
+
 def test_candidates_of_the_wrong_kind(shared_con):
     with pytest.raises(CandidateError, match="candidates must be a ranking query string or an "
                                              r"Arrow-capable table .*got list"):

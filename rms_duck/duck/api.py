@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -57,6 +57,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     """
     config = parse_config(config)
     _check_limits(timeout, max_rows)
+    _check_params(params)
     query = None
     if isinstance(candidates, str):
         with _connection_lock(con):  # threads may share `con`: it refuses a second caller
@@ -207,6 +208,17 @@ def _check_limits(timeout: object, max_rows: object) -> None:
                                  or max_rows <= 0):
         raise ConfigError(f"max_rows must be a positive whole number or None, got "
                           f"{max_rows!r}; pass for example max_rows=100_000")
+
+
+def _check_params(params: object) -> None:
+    # list() would split a str into characters and a dict into its keys, which DuckDB then
+    # reports as a count mismatch or as mixed named and positional parameters.
+    if params is not None and (isinstance(params, (str, bytes, Mapping))
+                               or not isinstance(params, Iterable)):
+        raise ConfigError(
+            "params must be a list of values for the query's ? placeholders (or None), got "
+            f"{type(params).__name__} {params!r:.80}; pass them in placeholder order, for "
+            "example params=['When is the cut-over?', 'maya']")
 
 
 def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None,
