@@ -77,6 +77,26 @@ def test_a_lone_surrogate_is_escaped_in_the_context_and_named_when_stored(con, c
     assert rms_duck.verify_receipts(con) == []
 
 
+@pytest.mark.parametrize("row, kwargs, named", [
+    ({"namespace_id": "ns \ud800"}, {}, "candidate #1 (id 'n2'): field 'namespace_id'"),
+    ({"speaker": "\udfffMaya"}, {}, "candidate #1 (id 'n2'): field 'speaker'"),
+    ({"structured_value": '{"k": "\\ud800"}'}, {}, "field 'structured_value'"),
+    ({"evidence_ids": ["e\ud800"]}, {}, "field 'evidence_ids'"),
+    ({}, {"namespace": "ns\ud800"}, "namespace holds"),
+    ({}, {"session_id": "s\ud800"}, "session_id holds"),
+])
+def test_a_stored_lone_surrogate_is_named_by_candidate_and_field(con, row, kwargs, named):
+    # An MCP client's JSON may carry one. A namespace's raised DuckDB's bare "Python
+    # Conversion Failure"; the others said only "a candidate's text".
+    rows = [{"id": "n1", "score": 0.5, "content": "fine"},
+            {"id": "n2", "score": 0.5, "content": "x", **row}]
+    with pytest.raises(rms_duck.RmsError, match="lone surrogate") as raised:
+        pack_rows(con, rows, budget=400, **kwargs)
+    message = str(raised.value)
+    assert named in message and "nothing was stored" in message and "store=False" in message
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
 def test_a_budget_beyond_32_bits_in_sql_says_the_range(con):
     with pytest.raises(Exception, match=r"pack_context: budget must be in -2,147,483,648\.\."):
         con.execute("SELECT pack_context([{'id': 'a', 'score': 0.5, 'content': 'x'}], "

@@ -40,6 +40,7 @@ from ..receipts import RECEIPT_VERSION, inputs_json, seal_fragments
 from ..records import Candidate
 from ..timefmt import as_utc
 from .cursors import cursor
+from .surrogates import surrogate_error
 
 _RETRIES = 200
 # Bundles appended per transaction when many are stored at once (rms_store, store_batches).
@@ -114,6 +115,13 @@ def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
     cur = cursor(con)
     try:
         return append_pending(cur, [row], now=now)[0]
+    except (CandidateError, duckdb.Error) as exc:
+        # DuckDB's message names no field (or, for a namespace, not even a candidate).
+        located = surrogate_error(candidates, namespace=namespace, session_id=session_id) \
+            if "surrogate" in str(exc) else None
+        if located is None:
+            raise
+        raise located from None
     finally:
         cur.close()
 

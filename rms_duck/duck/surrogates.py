@@ -1,0 +1,71 @@
+"""Where a lone surrogate is, named once a store has failed on one.
+
+JSON's "\\ud800" escape (in an MCP client's arguments, say) gives Python text a lone
+surrogate, half of a UTF-16 pair: the context escapes it, but no stored row can hold it.
+It is looked for only after a store failed, so packs of ordinary text pay nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import fields
+from typing import Any
+
+from ..errors import CandidateError, ConfigError, RmsError
+from ..records import Candidate
+
+_FIX = ("which a stored bundle cannot hold; nothing was stored: fix the text (for example "
+        "text.encode('utf-8', 'replace').decode()), or pack with store=False")
+
+
+def surrogate_error(candidates: Sequence[Candidate], *, namespace: str | None,
+                    session_id: str | None) -> RmsError | None:
+    """The error naming the first argument or candidate field that holds a lone surrogate
+    (a structured_value's JSON text is read too: DuckDB decodes its escapes); None if none
+    does."""
+    for name, value in (("namespace", namespace), ("session_id", session_id)):
+        found = _first_surrogate(value)
+        if found is not None:
+            return ConfigError(f"{name} holds a lone surrogate ({found!r}, half of a UTF-16 "
+                               f"pair), {_FIX}")
+    for index, candidate in enumerate(candidates):
+        for field in fields(candidate):
+            value = getattr(candidate, field.name)
+            found = _first_surrogate(value)
+            if found is None and field.name == "structured_value" and value is not None:
+                found = _first_surrogate(_json_value(value))
+            if found is not None:
+                return CandidateError(
+                    f"candidate #{index} (id {candidate.id!r}): field {field.name!r} holds a "
+                    f"lone surrogate ({found!r}, half of a UTF-16 pair), {_FIX}")
+    return None
+
+
+def _first_surrogate(value: Any) -> str | None:
+    for text in _strings(value):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return text[exc.start]
+    return None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a value: itself, or nested in tuples, lists and dicts (keys too)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
