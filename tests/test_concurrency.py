@@ -58,6 +58,39 @@ def test_threads_with_their_own_cursors_keep_one_chain_consistent(con):
     assert rms_duck.verify_receipts(con) == []
 
 
+def test_agents_on_threads_append_memory_and_rank_with_rms_candidates(con):
+    # Each thread, on its own cursor, adds a node and packs with the built-in ranking, as
+    # the README's agent does each turn. Two refreshes of the lexical index at once failed
+    # on a write-write conflict or a duplicate key, and a node another thread added between
+    # a refresh and the query failed it on the guard's "index is out of date".
+    errors: list[Exception] = []
+    start = threading.Barrier(THREADS)
+
+    def agent(thread: int) -> None:
+        cur = con.cursor()
+        try:
+            start.wait()
+            for turn in range(8):
+                cur.execute("INSERT INTO rms_nodes (id, namespace_id, content) VALUES "
+                            "(uuid(), ?, ?)", [f"agent-{thread}", f"turn {turn}: heron note"])
+                bundle = rms_duck.pack(cur, "SELECT * FROM rms_candidates(?, ?)",
+                                       params=["heron note", f"agent-{thread}"], budget=400)
+                assert len(bundle.included) == turn + 1
+        except Exception as exc:  # noqa: BLE001 - reported below; threads must not die silently
+            errors.append(exc)
+        finally:
+            cur.close()
+
+    threads = [threading.Thread(target=agent, args=(t,)) for t in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(THREADS * 8,)]
+    assert rms_duck.verify_receipts(con) == []
+
+
 class FailingCursor:
     """A cursor proxy that raises on the first statement starting with `prefix`."""
 

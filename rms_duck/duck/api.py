@@ -18,7 +18,7 @@ from ..config import PackingConfig, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError
 from .arrowin import arrow_table
 from .cursors import cursor, macro_cursor
-from .indexcheck import ensure_index, reads_lexical_index
+from .indexcheck import ensure_index, index_went_stale, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import ASCII_LOWER, check_query
 from .storage import store_bundle
@@ -70,16 +70,8 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
 
         checked = check_query(candidates, dialect, tables=valid_names)
         on_connection = bool(local & set(checked.tables))
-        if reads_lexical_index(checked.sql):
-            with _connection_lock(con):
-                ensure_index(con)
-        rows: Sequence[Any]
-        if on_connection:
-            with _connection_lock(con):
-                rows = _run_read_only(con, checked.sql, params, on_connection=True,
-                                      timeout=timeout, max_rows=max_rows)
-        else:
-            rows = _run_read_only(con, checked.sql, params, timeout=timeout, max_rows=max_rows)
+        rows: Sequence[Any] = _rank(con, checked.sql, params, on_connection=on_connection,
+                                    timeout=timeout, max_rows=max_rows)
         query = checked.to_dict()
     else:
         # Any Arrow-capable table, checked a column at a time; to_candidates finishes.
@@ -210,6 +202,30 @@ def _check_limits(timeout: object, max_rows: object) -> None:
                           f"{max_rows!r}; pass for example max_rows=100_000")
 
 
+def _rank(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None, *,
+          on_connection: bool, timeout: float | None, max_rows: int | None) -> list[Row]:
+    """The guarded query's rows, the lexical index refreshed first when the query reads it.
+    Another thread or connection may add a node between that refresh and the query, which
+    rms_candidates' guard then refuses as an out-of-date index: refresh and run it again."""
+    lexical = reads_lexical_index(sql)
+    attempt = 0
+    while True:
+        attempt += 1
+        refreshable = False
+        if lexical:
+            with _connection_lock(con):
+                refreshable = ensure_index(con) is not None
+        try:
+            if on_connection:
+                with _connection_lock(con):
+                    return _run_read_only(con, sql, params, on_connection=True,
+                                          timeout=timeout, max_rows=max_rows)
+            return _run_read_only(con, sql, params, timeout=timeout, max_rows=max_rows)
+        except duckdb.Error as exc:
+            if not (refreshable and index_went_stale(exc)) or attempt == _RANK_ATTEMPTS:
+                raise
+
+
 def _check_params(params: object) -> None:
     # list() would split a str into characters and a dict into its keys, which DuckDB then
     # reports as a count mismatch or as mixed named and positional parameters.
@@ -310,4 +326,6 @@ def _begin_read_only(cur: duckdb.DuckDBPyConnection, kept: bool) -> None:
         cur.execute("BEGIN TRANSACTION READ ONLY")
 
 
+# Ranking queries run again after another writer made the index stale under them.
+_RANK_ATTEMPTS = 5
 _RMS_CALL = re.compile(r"\b(rms_\w+|pack_context)\s*\(", re.IGNORECASE)

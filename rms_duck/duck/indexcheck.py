@@ -23,14 +23,21 @@ def reads_lexical_index(sql: str) -> bool:
     return bool(_LEXICAL_MACROS.search(sql))
 
 
-def ensure_index(con: duckdb.DuckDBPyConnection) -> bool:
+def index_went_stale(exc: BaseException) -> bool:
+    """Whether a ranking query failed on rms_candidates' guard against an out-of-date index
+    (another thread or connection added or edited a node after the refresh)."""
+    return "the lexical index is out of date" in str(exc)
+
+
+def ensure_index(con: duckdb.DuckDBPyConnection) -> bool | None:
     """Refresh the lexical index when nodes are missing from it or changed since; return
-    True when it refreshed. Read-only connections are left alone."""
+    True when it refreshed, False when it was current, None on a read-only connection,
+    which is left alone."""
     rows = con.execute(
         "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
     ).fetchall()
     if rows and rows[0][0]:
-        return False
+        return None
     missing, stale = con.execute(
         "SELECT missing, stale FROM rms_lexical_index_status()").fetchall()[0]
     if not (missing or stale):

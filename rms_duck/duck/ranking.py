@@ -9,6 +9,7 @@ It runs SQL from the sql/ folder and never builds SQL text itself.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -172,6 +173,17 @@ def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
     Returns:
         The number of nodes indexed and of stale entries dropped.
     """
+    with _REFRESH_LOCK:
+        return _refresh(con, full=full)
+
+
+# One refresh at a time in this process (and DuckDB lets only one process write a file):
+# two at once write the same index rows, and the later one failed on a write-write
+# conflict or a duplicate key. The one that waited finds the other's rows committed.
+_REFRESH_LOCK = threading.RLock()
+
+
+def _refresh(con: Any, *, full: bool) -> IndexRefresh:
     # On `con` itself: the ranking macros the refresh uses are TEMP, so a cursor lacks them.
     _begin(con)
     try:
