@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -95,6 +96,26 @@ def test_a_stored_lone_surrogate_is_named_by_candidate_and_field(con, row, kwarg
     message = str(raised.value)
     assert named in message and "nothing was stored" in message and "store=False" in message
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+def test_a_config_query_with_a_lone_surrogate_is_refused_before_storing(con):
+    # The receipt records the config: the pack stored, yet DuckDB read its receipt as
+    # malformed JSON, so verify_receipts reported MALFORMED_RECEIPT for an untouched pack.
+    rows = [{"id": "n1", "score": 0.5, "content": "fine"}]
+    config = {"query": "when did \ud800 happen first?"}
+    assert pack_rows(con, rows, budget=400, config=config, store=False).included_ids == ["n1"]
+    refused = "config field 'query' holds a lone surrogate ('\\ud800'"
+    with pytest.raises(ConfigError, match=re.escape(refused)):
+        pack_rows(con, rows, budget=400, config=config)
+    with pytest.raises(Exception, match=re.escape(refused)):  # DuckDB wraps it in SQL
+        con.execute("SELECT rms_store(list(c), 400, ?) FROM (SELECT 'a' AS id, 0.5 AS score, "
+                    "'x' AS content) AS c", [json.dumps(config)]).fetchall()
+    packed = rms_duck.pack_batches(pa.Table.from_pylist([{**rows[0], "g": 1}]), by="g",
+                                   budget=400, config=config, inputs=True)
+    with pytest.raises(ConfigError, match=r"bundle of g=1: " + re.escape(refused)):
+        rms_duck.store_batches(con, packed)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+    assert rms_duck.verify_receipts(con) == []
 
 
 def test_a_budget_beyond_32_bits_in_sql_says_the_range(con):

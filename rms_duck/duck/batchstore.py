@@ -25,6 +25,7 @@ from ..packing.batches import as_table
 from ..receipts import sha256_text
 from .cursors import cursor
 from .storage import BATCH_ROWS, Pending, append_pending
+from .surrogates import config_surrogate_error
 
 _NEEDED = ("context", "tokens_used", "context_budget", "included", "excluded", "flags",
            "context_sha256", "receipt", "inputs")
@@ -123,6 +124,9 @@ def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None,
                        for c in body.get("candidates") or ()):
         raise ReceiptError(f"bundle of {where}: its inputs are not the candidates its receipt "
                            "records; store the table pack_batches() returned, unmodified")
+    refused = config_surrogate_error(body.get("config") or {})
+    if refused is not None:
+        raise ConfigError(f"bundle of {where}: {refused}") from None
     if namespace is not None:
         chain = namespace
     else:

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,7 +40,7 @@ from ..receipts import RECEIPT_VERSION, inputs_json, seal_fragments
 from ..records import Candidate
 from ..timefmt import as_utc
 from .cursors import cursor
-from .surrogates import surrogate_error
+from .surrogates import config_surrogate_error, surrogate_error
 
 _RETRIES = 200
 # Bundles appended per transaction when many are stored at once (rms_store, store_batches).
@@ -94,6 +94,10 @@ def pending_bundle(bundle: MemoryBundle, candidates: Sequence[Candidate], *,
                    namespace: str | None = None, session_id: str | None = None,
                    query: dict[str, Any] | None = None) -> Pending:
     """A bundle packed in this process, ready to append (its inputs as canonical JSON)."""
+    config = bundle.config
+    refused = config_surrogate_error({f.name: getattr(config, f.name) for f in fields(config)})
+    if refused is not None:
+        raise refused
     return Pending(chain_namespace(candidates, namespace), bundle.receipt_fragments,
                    inputs_json(candidates), bundle.context, bundle.context_sha256,
                    bundle.config.context_format, bundle.context_budget, bundle.available,

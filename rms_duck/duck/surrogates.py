@@ -1,14 +1,15 @@
-"""Where a lone surrogate is, named once a store has failed on one.
+"""Where a lone surrogate is, named before it reaches a stored bundle.
 
 JSON's "\\ud800" escape (in an MCP client's arguments, say) gives Python text a lone
 surrogate, half of a UTF-16 pair: the context escapes it, but no stored row can hold it.
-It is looked for only after a store failed, so packs of ordinary text pay nothing.
+Candidates are searched only after a store failed on one, so packs of ordinary text pay
+nothing; the config, which a receipt records, is short and checked before storing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -39,6 +40,19 @@ def surrogate_error(candidates: Sequence[Candidate], *, namespace: str | None,
                 return CandidateError(
                     f"candidate #{index} (id {candidate.id!r}): field {field.name!r} holds a "
                     f"lone surrogate ({found!r}, half of a UTF-16 pair), {_FIX}")
+    return None
+
+
+def config_surrogate_error(settings: Mapping[str, Any]) -> ConfigError | None:
+    """The error naming a config field (the query, say) whose text holds a lone surrogate;
+    None if none does. Asked before storing: the receipt records the config, and a receipt
+    holding one stores, yet DuckDB then reads it as malformed JSON, so verify_receipts
+    reported a pack nobody edited as MALFORMED_RECEIPT."""
+    for name, value in settings.items():
+        found = _first_surrogate(value)
+        if found is not None:
+            return ConfigError(f"config field {name!r} holds a lone surrogate ({found!r}, half "
+                               f"of a UTF-16 pair), {_FIX}")
     return None
 
 
