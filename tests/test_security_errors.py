@@ -87,7 +87,7 @@ def test_a_lone_surrogate_is_escaped_in_the_context_and_named_when_stored(con, c
     ({}, {"session_id": "s\ud800"}, "session_id holds"),
 ])
 def test_a_stored_lone_surrogate_is_named_by_candidate_and_field(con, row, kwargs, named):
-    # An MCP client's JSON may carry one. A namespace's raised DuckDB's bare "Python
+    # json.loads keeps JSON's \\ud800 escape as one. A namespace's raised DuckDB's bare "Python
     # Conversion Failure"; the others said only "a candidate's text".
     rows = [{"id": "n1", "score": 0.5, "content": "fine"},
             {"id": "n2", "score": 0.5, "content": "x", **row}]

@@ -1,9 +1,9 @@
 """Where a lone surrogate is, named before it reaches a stored bundle.
 
-JSON's "\\ud800" escape (in an MCP client's arguments, say) gives Python text a lone
-surrogate, half of a UTF-16 pair: the context escapes it, but no stored row can hold it.
-Candidates are searched only after a store failed on one, so packs of ordinary text pay
-nothing; the config, which a receipt records, is short and checked before storing.
+JSON's "\\ud800" escape (json.loads keeps it, in a SQL config's JSON text too) gives Python
+text a lone surrogate, half of a UTF-16 pair: the context escapes it, but no stored row can
+hold it. Candidates are searched only after a store failed on one, so packs of ordinary
+text pay nothing; the config, which a receipt records, is short and checked before storing.
 """
 
 from __future__ import annotations
