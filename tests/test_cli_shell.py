@@ -115,6 +115,13 @@ def test_a_lone_surrogate_is_named_by_line_and_field_before_a_database_is_made(t
             '{"id": "a", "score": 0.5, "content": "x", "structured_value": ' + nested + '}\n'))
         assert done.returncode == 1 and not db.exists(), done.stderr
         assert "stdin line 1: field 'structured_value' holds a lone surrogate" in done.stderr
+    # A config query is recorded in the receipt: it stored, and verify then read the receipt
+    # as malformed JSON. It is refused like a line, before any file is made.
+    done = rms("pack", "--budget", "300", "--db", str(db), "--config",
+               '{"query": "when did \\ud800 happen first?"}', stdin=LINES)
+    assert done.returncode == 1 and not db.exists(), done.stderr
+    assert "config field 'query' holds a lone surrogate" in done.stderr
+    assert "or pack with --no-store" in done.stderr
 
 
 @pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it

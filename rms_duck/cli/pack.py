@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ..candidates import to_candidate
 from ..config import parse_config
+from ..duck.surrogates import config_surrogate_error
 from ..duck.types import bundle_row
 from ..errors import CandidateError, ConfigError
 from ..packing.pipeline import _check_budget, pack_candidates
@@ -114,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
     config = parse_config(args.config)
     _check_budget(args.budget)
     check_encoding(config)
+    refused = config_surrogate_error(config.to_dict(), no_store="--no-store") \
+        if args.db is not None and not args.no_store else None
+    if refused is not None:
+        raise refused
     if args.db is None:
         bundle = pack_candidates(rows, budget=args.budget, config=config)
     else:

@@ -17,7 +17,7 @@ from ..errors import CandidateError, ConfigError, RmsError
 from ..records import Candidate
 
 _FIX = ("which a stored bundle cannot hold; nothing was stored: fix the text (for example "
-        "text.encode('utf-8', 'replace').decode()), or pack with store=False")
+        "text.encode('utf-8', 'replace').decode()), or pack with {no_store}")
 
 
 def surrogate_error(candidates: Sequence[Candidate], *, namespace: str | None,
@@ -29,7 +29,7 @@ def surrogate_error(candidates: Sequence[Candidate], *, namespace: str | None,
         found = _first_surrogate(value)
         if found is not None:
             return ConfigError(f"{name} holds a lone surrogate ({found!r}, half of a UTF-16 "
-                               f"pair), {_FIX}")
+                               f"pair), {_FIX.format(no_store='store=False')}")
     for index, candidate in enumerate(candidates):
         for field in fields(candidate):
             value = getattr(candidate, field.name)
@@ -39,20 +39,23 @@ def surrogate_error(candidates: Sequence[Candidate], *, namespace: str | None,
             if found is not None:
                 return CandidateError(
                     f"candidate #{index} (id {candidate.id!r}): field {field.name!r} holds a "
-                    f"lone surrogate ({found!r}, half of a UTF-16 pair), {_FIX}")
+                    f"lone surrogate ({found!r}, half of a UTF-16 pair), "
+                    f"{_FIX.format(no_store='store=False')}")
     return None
 
 
-def config_surrogate_error(settings: Mapping[str, Any]) -> ConfigError | None:
+def config_surrogate_error(settings: Mapping[str, Any], *,
+                           no_store: str = "store=False") -> ConfigError | None:
     """The error naming a config field (the query, say) whose text holds a lone surrogate;
     None if none does. Asked before storing: the receipt records the config, and a receipt
     holding one stores, yet DuckDB then reads it as malformed JSON, so verify_receipts
-    reported a pack nobody edited as MALFORMED_RECEIPT."""
+    reported a pack nobody edited as MALFORMED_RECEIPT. `no_store` names the way to pack
+    without storing."""
     for name, value in settings.items():
         found = _first_surrogate(value)
         if found is not None:
             return ConfigError(f"config field {name!r} holds a lone surrogate ({found!r}, half "
-                               f"of a UTF-16 pair), {_FIX}")
+                               f"of a UTF-16 pair), {_FIX.format(no_store=no_store)}")
     return None
 
 
