@@ -57,7 +57,8 @@ class PackingConfig:
         for name in ("context_citations", "fold_repeated_text"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(
-                    f"config field {name!r} must be true or false, got {getattr(self, name)!r}"
+                    f"config field {name!r} must be true or false, got {getattr(self, name)!r}; "
+                    "pass a boolean (JSON true or false, not a string or a number)"
                 )
         if (
             not isinstance(self.overhead_tokens, int)
@@ -78,7 +79,8 @@ class PackingConfig:
         for name in ("fact_min_confidence", "min_score"):
             _unit_interval(name, getattr(self, name))
         if self.query is not None and not isinstance(self.query, str):
-            raise ConfigError(f"config field 'query' must be text, got {self.query!r}")
+            raise ConfigError(f"config field 'query' must be text, got {self.query!r}; pass "
+                              "the question as a string, e.g. 'When is the cut-over?'")
         if self.context_citations and not self.format.supports_citations:
             citing = [name for name, fmt in FORMATS.items() if fmt.supports_citations]
             raise ConfigError(
@@ -218,7 +220,9 @@ def _unit_interval(name: str, value: object) -> None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
         math.isfinite(value) and 0.0 <= value <= 1.0
     ):
-        raise ConfigError(f"config field {name!r} must be a number in [0, 1], got {value!r}")
+        default = next(f.default for f in fields(PackingConfig) if f.name == name)
+        raise ConfigError(f"config field {name!r} must be a number in [0, 1], got {value!r}; "
+                          f"the default is {default!r}")
 
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
