@@ -37,6 +37,17 @@ ROWS = [{"id": f"n{i}", "score": 1 - i / 50, "content": f"Memory number {i} abou
         for i in range(40)]
 
 
+@pytest.mark.parametrize("name", ["reader@5", "plain_test@6"])
+def test_a_name_with_an_at_sign_is_refused(name):
+    # get_format asks FORMATS first: a format registered as 'reader@5' replayed version 5
+    # receipts in place of the frozen reader, with other bytes.
+    fmt = PlainFormat()
+    fmt.name = name
+    with pytest.raises(ConfigError, match="has an '@', which marks the frozen formats"):
+        register_format(fmt)
+    assert name not in FORMATS
+
+
 def test_a_registered_format_passes_config_validation_and_packs_exactly():
     bundle = rms_duck.pack_candidates(ROWS, budget=300, config={"context_format": "plain_test"})
     context = bundle.render()

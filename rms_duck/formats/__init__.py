@@ -22,9 +22,15 @@ FORMATS: dict[str, Format] = {}
 
 
 def register_format(fmt: Format) -> None:
-    """Add a format under fmt.name; a taken name raises."""
+    """Add a format under fmt.name; a taken name raises, and so does a frozen format's (any
+    name with '@'): get_format asks FORMATS first, so the new format would replay older
+    receipts in place of the frozen one, with other bytes."""
     if fmt.name in FORMATS:
         raise ConfigError(f"a context format named {fmt.name!r} is already registered")
+    if "@" in fmt.name:
+        raise ConfigError(f"context format name {fmt.name!r} has an '@', which marks the frozen "
+                          "formats older receipts replay with (such as 'reader@5'); choose a "
+                          "name without one")
     FORMATS[fmt.name] = fmt
 
 
