@@ -48,6 +48,17 @@ def test_a_name_with_an_at_sign_is_refused(name):
     assert name not in FORMATS
 
 
+@pytest.mark.parametrize("name", ["", " ", None])
+def test_a_format_without_a_name_is_refused(name):
+    # BaseFormat's name is '': a subclass that forgot to set one was registered under it
+    # (and None raised TypeError once names were checked for '@').
+    fmt = PlainFormat()
+    fmt.name = name
+    with pytest.raises(ConfigError, match="a context format needs a name"):
+        register_format(fmt)
+    assert name not in FORMATS
+
+
 def test_a_registered_format_passes_config_validation_and_packs_exactly():
     bundle = rms_duck.pack_candidates(ROWS, budget=300, config={"context_format": "plain_test"})
     context = bundle.render()

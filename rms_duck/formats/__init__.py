@@ -25,6 +25,9 @@ def register_format(fmt: Format) -> None:
     """Add a format under fmt.name; a taken name raises, and so does a frozen format's (any
     name with '@'): get_format asks FORMATS first, so the new format would replay older
     receipts in place of the frozen one, with other bytes."""
+    if not isinstance(fmt.name, str) or not fmt.name.strip():
+        raise ConfigError(f"a context format needs a name, got {fmt.name!r}; set for example "
+                          "name = 'plain' on its class")
     if fmt.name in FORMATS:
         raise ConfigError(f"a context format named {fmt.name!r} is already registered")
     if "@" in fmt.name:
