@@ -89,6 +89,25 @@ def test_two_wrong_costs_that_add_up_right_change_nothing_and_are_reported(con):
     assert changed  # the wrong rows were seen, reported and corrected
 
 
+def test_a_line_cost_cache_that_cannot_be_written_does_not_fail_a_stored_pack(con,
+                                                                               monkeypatch):
+    # The bundle and receipt commit first; an error writing the cache after them (a full
+    # disk) failed the pack, so a caller would pack and store it a second time.
+    import duckdb
+
+    from rms_duck.duck import api
+
+    def full_disk(*args, **kwargs):
+        raise duckdb.IOException("IO Error: could not write file: No space left on device")
+
+    monkeypatch.setattr(api, "persist_counter", full_disk)
+    with pytest.warns(RmsWarning, match="the bundle is stored .* No space left on device"):
+        bundle = rms_duck.pack(con, "SELECT 'a' AS id, 0.5 AS score, 'x' AS content",
+                               budget=300)
+    assert con.execute("SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts").fetchall() == [
+        (bundle.receipt_id,)]
+
+
 def test_loaded_costs_outside_their_bounds_are_refused():
     counter = LineCounter("cl100k_base")
     line = "- service 7 listens on port 8007"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -15,7 +16,7 @@ from ..bundle import MemoryBundle
 from ..candidates import CheckedCandidates, to_candidates
 from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
-from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError
+from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError, RmsWarning
 from .arrowin import arrow_table
 from .cursors import cursor, macro_cursor
 from .indexcheck import ensure_index, index_went_stale, reads_lexical_index
@@ -107,22 +108,29 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
             "cannot store the bundle: the database is open read-only; pass store=False to "
             "pack without storing, or open it with rms_duck.connect(path)") from None
     if counter is not None:
-        _persist_costs(con, counter, corrections)
+        _persist_costs(con, counter, corrections, receipt_id=stored.receipt_id)
     return replace(bundle, receipt_id=stored.receipt_id)
 
 
 def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any,
-                   corrections: dict[str, int]) -> None:
+                   corrections: dict[str, int], *, receipt_id: str) -> None:
     """Save the line costs this pack counted and correct the wrong stored ones. The bundle
-    and receipt are committed already and rms_line_costs is only a cache, so losing a race
-    for the same line to a concurrent writer (a duplicate-key or write-write conflict) must
-    not fail the pack."""
+    and receipt are committed already and rms_line_costs is only a cache, so no failure
+    here may fail the pack: a caller told it failed would pack and store it again. Losing a
+    race for the same line to a concurrent writer (a duplicate-key or write-write conflict)
+    passes in silence; anything else (a full disk, say) is a warning."""
     try:
         persist_counter(con, counter)
         if corrections:
             repair_line_costs(con, corrections, encoding=counter.encoding)
     except (duckdb.TransactionException, duckdb.ConstraintException):
         pass
+    except duckdb.Error as exc:
+        warnings.warn(RmsWarning(
+            f"the bundle is stored (receipt {receipt_id}), but its line costs could not be "
+            f"cached in rms_line_costs ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+            "later packs count those lines again: see to the database (disk space, say)"),
+            stacklevel=3)
 
 
 def known_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> set[str]:
