@@ -146,11 +146,14 @@ class MemoryBundle:
         return [record.id for record in self.included]
 
     def resolve_context_ref(self, ref: str) -> str:
-        """The node id behind a citation such as 'm3'.
+        """The node id behind a citation such as 'm3' (or '[m3]', as the context prints it
+        and a model quotes it).
 
         Raises:
             ContextRefError: no packed record carries that reference.
         """
+        if isinstance(ref, str) and ref.startswith("[") and ref.endswith("]"):
+            ref = ref[1:-1]
         try:
             return self.context_references[ref]
         except KeyError:

@@ -517,3 +517,22 @@ def test_a_sql_whole_field_past_32_bits_is_named_with_its_value(con, sql, field,
         con.execute(sql).fetchall()
     assert "candidate #" in str(err.value)
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"database": None}, r"database must be the path of a DuckDB file .* got None; pass"),
+    ({"database": b"rms.duckdb"}, r"database must be the path .* got b'rms.duckdb'; pass"),
+    ({"read_only": "yes"}, r"read_only must be True or False, got 'yes'; pass read_only=True"),
+    ({"read_only": 1}, r"read_only must be True or False, got 1; pass"),
+])
+def test_connect_names_a_bad_argument_and_the_fix(kwargs, message):
+    from rms_duck.errors import DatabaseOpenError
+
+    with pytest.raises(DatabaseOpenError, match=message):
+        rms_duck.connect(**kwargs)
+
+
+def test_connect_takes_a_pathlib_path(tmp_path):
+    con = rms_duck.connect(tmp_path / "rms.duckdb")
+    assert con.execute("SELECT rms_token_count('hello')").fetchall() == [(1,)]
+    con.close()

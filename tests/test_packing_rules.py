@@ -464,6 +464,14 @@ def test_citations_skip_excluded_records(enc):
     assert [r.ref for r in bundle.included] == [f"m{i + 1}" for i in range(len(bundle.included))]
 
 
+def test_a_citation_quoted_with_its_brackets_resolves():
+    """The context prints '[m1]', and a model citing a record quotes it so."""
+    bundle = pack(SECTION_ROWS[:3], 2000, context_citations=True)
+    assert bundle.resolve_context_ref("[m1]") == bundle.resolve_context_ref("m1")
+    with pytest.raises(ContextRefError, match="unknown context reference 'm99'"):
+        bundle.resolve_context_ref("[m99]")
+
+
 @pytest.mark.parametrize("ref", ["m99", "m0", "x", "", "M1"])
 def test_unknown_context_ref_raises(ref):
     bundle = pack(SECTION_ROWS[:3], 2000, context_citations=True)

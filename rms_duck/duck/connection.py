@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -29,6 +30,11 @@ IN_MEMORY_CHECKPOINT = "1TB"
 
 def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection in UTC with the rms schema, UDFs and macros ready."""
+    database = _database_path(database)
+    if type(read_only) is not bool:  # DuckDB's own TypeError lists its whole signature
+        raise DatabaseOpenError(
+            f"read_only must be True or False, got {read_only!r}; pass read_only=True to "
+            "open the file for reading only")
     try:
         con = duckdb.connect(database, read_only=read_only)
     except duckdb.Error as exc:
@@ -59,6 +65,18 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
     # other connection has registered UDFs in its catalog (":memory:name" ones are shared).
     _register(con, replace=False, new_database=str(database) in ("", ":memory:"))
     return con
+
+
+def _database_path(database: object) -> str:
+    """The database argument as DuckDB's path text, or an error that says what to pass."""
+    if isinstance(database, os.PathLike):
+        database = os.fspath(database)
+    if not isinstance(database, str):
+        raise DatabaseOpenError(
+            f"database must be the path of a DuckDB file (str or pathlib.Path) or ':memory:', "
+            f"got {database!r}; pass for example rms_duck.connect('rms.duckdb'), or no "
+            "argument for an in-memory database")
+    return database
 
 
 def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
