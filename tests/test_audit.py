@@ -18,6 +18,7 @@ from rms_duck.audit.explain import explain
 from rms_duck.cli import main
 from rms_duck.cli.demo import run_demo
 from rms_duck.errors import ReceiptError
+from rms_duck.escape import canonical_json
 from rms_duck.metrics import _quantile, str_value
 from rms_duck.packing.repack import repack
 
@@ -161,8 +162,9 @@ def test_repack_errors_name_the_value_and_the_fix(inputs, budget, message):
 
 
 def test_replay_udf_reports_bad_rows_instead_of_failing(con):
-    receipt = json.dumps({"budget": 200, "receipt_version": 2, "candidates": [],
-                          "encoding": {"name": "cl100k_base", "sha256": "0" * 64}})
+    # Canonical, as every stored receipt is (replay refuses any other spelling).
+    receipt = canonical_json({"budget": 200, "receipt_version": 2, "candidates": [],
+                              "encoding": {"name": "cl100k_base", "sha256": "0" * 64}})
     rows = con.execute(
         "SELECT rms_replay_udf(i, ?) FROM (VALUES "
         "('[{\"id\": \"x\", \"score\": 7, \"content\": \"c\"}]'), (NULL), "

@@ -19,7 +19,13 @@ import duckdb
 from ..bundle import MemoryBundle
 from ..duck.cursors import audit_cursor
 from ..errors import ReceiptError
-from ..packing.repack import check_receipt_body, compare_with_receipt, parse_receipt, repack
+from ..packing.repack import (
+    check_canonical,
+    check_receipt_body,
+    compare_with_receipt,
+    parse_receipt,
+    repack,
+)
 from ..receipts import sha256_text
 from .ids import resolve_receipt_id
 
@@ -85,8 +91,9 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
     cur = audit_cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
-        body, bundle_id, inputs, stored_sha256 = _load(cur, rid)
+        text, body, bundle_id, inputs, stored_sha256 = _load(cur, rid)
         candidates = check_receipt_body(body, f"receipt {rid}")
+        check_canonical(text, body, f"receipt {rid}")
         recorded = _current_hashes(cur, [c["id"] for c in candidates])
     finally:
         cur.close()
@@ -131,7 +138,7 @@ def tables_of(query: Any) -> tuple[str, ...]:
 
 
 def _load(cur: duckdb.DuckDBPyConnection,
-          rid: str) -> tuple[dict[str, Any], str, str, str | None]:
+          rid: str) -> tuple[str, dict[str, Any], str, str, str | None]:
     receipt, bundle_id, inputs, context = cur.execute(
         "SELECT r.receipt, CAST(r.bundle_id AS VARCHAR), CAST(b.inputs AS VARCHAR), "
         "b.context FROM rms_receipts AS r LEFT JOIN rms_bundles AS b "
@@ -146,7 +153,8 @@ def _load(cur: duckdb.DuckDBPyConnection,
             f"stored inputs of bundle {bundle_id!r} hash to {sha256_text(inputs)!r} but the "
             f"receipt records inputs_sha256 {body.get('inputs_sha256')!r}; the inputs were "
             "edited, so a replay would prove nothing: restore the bundle row from a backup")
-    return body, bundle_id, inputs, None if context is None else sha256_text(context)
+    return (receipt, body, bundle_id, inputs,
+            None if context is None else sha256_text(context))
 
 
 def _current_hashes(cur: duckdb.DuckDBPyConnection, ids: list[Any]) -> dict[str, str]:

@@ -15,7 +15,13 @@ import pyarrow as pa
 
 from ..errors import ConfigError, RmsError, did_you_mean
 from ..packing.batches import pack_lists
-from ..packing.repack import check_receipt_body, compare_with_receipt, parse_receipt, repack
+from ..packing.repack import (
+    check_canonical,
+    check_receipt_body,
+    compare_with_receipt,
+    parse_receipt,
+    repack,
+)
 from ..tokens.encodings import get_encoding, known_encodings
 from ..tokens.estimate import estimate_tokens
 from .candidatetype import check_candidate_type, has_float_whole_field
@@ -129,6 +135,7 @@ def replay_udf(inputs: pa.ChunkedArray, receipts: pa.ChunkedArray) -> pa.Array:
         try:
             body = parse_receipt(receipt, "the receipt")
             check_receipt_body(body, "the receipt")
+            check_canonical(receipt, body, "the receipt")
             # The budget and version stay what the receipt says (300.4 or true too), so
             # repack() refuses an edited one as Python's replay does.
             bundle = repack(rows, budget=body.get("budget"), config=body.get("config"),

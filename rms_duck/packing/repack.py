@@ -14,6 +14,7 @@ from typing import Any
 from ..bundle import MemoryBundle
 from ..config import parse_config
 from ..errors import ReceiptError
+from ..escape import canonical_json
 from ..formats import frozen_name
 from ..formats.legacy import LEGACY
 from ..tokens.counter import LineCounter
@@ -112,6 +113,38 @@ def check_receipt_body(body: Mapping[str, Any], who: str) -> list[dict[str, Any]
                            f"encoding's name and sha256, got {encoding!r}; it was edited "
                            "after it was written: restore it from a backup")
     return candidates
+
+
+def check_canonical(text: str, body: Mapping[str, Any], who: str) -> None:
+    """A ReceiptError unless `text` is the canonical JSON of `body`, as rms_duck writes it.
+
+    DuckDB's JSON functions read the first of two equal keys and Python's json the last, so a
+    re-sealed receipt repeating a key showed verify and explain one receipt and replay
+    another. No pack writes another spelling of its JSON, so any other is an edit too."""
+    if canonical_json(body) == text:
+        return
+    repeated = _repeated_keys(text)
+    what = ("its keys are out of order or spaced" if not repeated else
+            f"it repeats the key{'s' if len(repeated) > 1 else ''} "
+            f"{', '.join(map(repr, repeated))}")
+    raise ReceiptError(
+        f"{who} is not the canonical JSON rms_duck writes (keys sorted, each once, no "
+        f"spaces): {what}; SQL audits read the first of a repeated key and replay the last, "
+        "so they would check different receipts. It was edited after it was written: "
+        "restore it from a backup")
+
+
+def _repeated_keys(text: str) -> list[str]:
+    repeated: list[str] = []
+
+    def note(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1
+                        and key not in repeated)
+        return dict(pairs)
+
+    json.loads(text, object_pairs_hook=note)
+    return repeated
 
 
 @dataclass(frozen=True, slots=True)

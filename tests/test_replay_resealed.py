@@ -1,0 +1,84 @@
+"""A re-sealed newest receipt (its digest recomputed, which no chain link or saved head can
+vouch for yet) must still agree with its own inputs: replay is the check that covers it
+(docs/security.md). These edits each passed verify and replay before."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import rms_duck
+from rms_duck.audit.explain import explain
+from rms_duck.cli import main
+from rms_duck.errors import ReceiptError
+from rms_duck.escape import canonical_json
+from rms_duck.receipts import sha256_text
+
+
+@pytest.fixture
+def stored(tmp_path):
+    """(path, receipt_id) of a one-receipt file whose pack dropped some records."""
+    path = str(tmp_path / "resealed.duckdb")
+    con = rms_duck.connect(path)
+    rid = rms_duck.pack(con, pa.Table.from_pylist(
+        [{"id": f"n{j}", "score": 0.5 + j / 100, "content": f"record {j} " * (3 + j)}
+         for j in range(8)]), budget=150).receipt_id
+    con.close()
+    return path, rid
+
+
+def reseal(path: str, edit) -> None:
+    """Rewrite the only receipt with `edit(text) -> text` and recompute its digests, as a
+    writer with plain DuckDB can."""
+    con = duckdb.connect(path)
+    [(text,)] = con.execute("SELECT receipt FROM rms_receipts").fetchall()
+    new = edit(text)
+    assert new != text
+    con.execute("UPDATE rms_receipts SET receipt = ?, receipt_sha256 = ?",
+                [new, sha256_text(new)])
+    con.execute("UPDATE rms_chain_heads SET receipt_sha256 = ?", [sha256_text(new)])
+    con.close()
+
+
+def sql_replay(path: str) -> tuple:
+    con = rms_duck.connect(path, read_only=True)
+    try:
+        [row] = con.execute("SELECT reproduced, error FROM rms_replay()").fetchall()
+    finally:
+        con.close()
+    return row
+
+
+def forged_decisions(text: str) -> str:
+    """The receipt with a second 'candidates' key in front: DuckDB's JSON functions read
+    the first of two equal keys, Python's json the last."""
+    fake = [dict(c, reason="DUPLICATE", score=0.01) if c["decision"] == "excluded" else c
+            for c in json.loads(text)["candidates"]]
+    return '{"candidates":' + canonical_json(fake) + "," + text[1:]
+
+
+def test_a_receipt_that_repeats_a_key_is_refused_by_replay(stored, capsys):
+    path, rid = stored
+    reseal(path, forged_decisions)
+    con = duckdb.connect(path, read_only=True)
+    # What the SQL side reads is the forged list; the chain has nothing after it to break.
+    assert {r["reason"] for r in explain(con, rid) if r["decision"] == "excluded"} \
+        == {"DUPLICATE"}
+    assert rms_duck.verify_receipts(con) == []
+    con.close()
+    with pytest.raises(ReceiptError, match="repeats the key 'candidates'"):
+        rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
+    reproduced, error = sql_replay(path)
+    assert not reproduced and "repeats the key 'candidates'" in error
+    assert main(["audit", "--db", path, "--replay"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_receipt_in_another_spelling_of_the_same_json_is_refused_by_replay(stored):
+    path, rid = stored
+    reseal(path, lambda text: text.replace(',"budget":', ', "budget":'))
+    with pytest.raises(ReceiptError, match="not the canonical JSON rms_duck writes"):
+        rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
