@@ -65,6 +65,9 @@ RECEIPT_FIELDS: dict[str, str] = {
     "query": "{sql, fingerprint, dialect, sqlglot_version} of the ranking query, or null",
     "session_id": "the caller's session id, or null",
 }
+# The fields seal_fragments() adds when the receipt is stored (the second group above).
+SEALED_FIELDS = frozenset({"receipt_id", "bundle_id", "created_at", "chain_namespace", "seq",
+                           "prev_sha256", "inputs_sha256", "query", "session_id"})
 CANDIDATE_FIELDS: dict[str, str] = {
     "id": "node id",
     "score": "composite score in [0, 1]",

@@ -82,3 +82,34 @@ def test_a_receipt_in_another_spelling_of_the_same_json_is_refused_by_replay(sto
     reseal(path, lambda text: text.replace(',"budget":', ', "budget":'))
     with pytest.raises(ReceiptError, match="not the canonical JSON rms_duck writes"):
         rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda body: body["encoding"].update(name="cl100k_base"), None),
+    (lambda body: body.update(approved_by="the auditor"), "approved_by"),
+])
+def test_replay_compares_every_field_the_receipt_records(stored, edit, field):
+    """The encoding's name (only its sha256 was compared) and a field the pack never writes
+    passed replay as reproduced."""
+    path, rid = stored
+
+    def change(text: str) -> str:
+        body = json.loads(text)
+        edit(body)
+        return canonical_json(body)
+
+    reseal(path, change)
+    result = rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
+    assert result.identical and not result.reproduced
+    assert result.encoding_changed is (field is None)
+    assert result.differing_fields == (() if field is None else (field,))
+    assert sql_replay(path) == (False, None)
+
+
+def test_the_sealed_fields_are_the_documented_fields_a_pack_does_not_write():
+    from rms_duck.packing.repack import repack
+    from rms_duck.receipts import RECEIPT_FIELDS, SEALED_FIELDS
+
+    body = json.loads(repack('[{"id": "n1", "score": 0.5, "content": "hello"}]', budget=200,
+                             config=None).receipt)
+    assert SEALED_FIELDS == set(RECEIPT_FIELDS) - set(body)

@@ -17,8 +17,8 @@ from ..errors import ReceiptError
 from ..escape import canonical_json
 from ..formats import frozen_name
 from ..formats.legacy import LEGACY
+from ..receipts import SEALED_FIELDS
 from ..tokens.counter import LineCounter
-from ..tokens.encodings import encoding_source
 from .compat import packing_of
 from .pipeline import pack_candidates
 
@@ -163,12 +163,16 @@ def compare_with_receipt(body: Mapping[str, Any], bundle: MemoryBundle) -> Compa
     if body.get("receipt_version") == 1:  # version 1 rows had no provenance fields
         replayed = [{k: v for k, v in row.items() if k not in ("source_type", "epistemic")}
                     for row in replayed]
+    # A field the replay does not write either (other than the ones storage seals in)
+    # was added afterwards: it differs too.
+    added = set(body) - set(again) - SEALED_FIELDS
     return Comparison(
         same_decisions=replayed == body.get("candidates"),
-        encoding_changed=(body["encoding"].get("sha256")
-                          != encoding_source(bundle.config.encoding).sha256),
-        differing_fields=tuple(sorted(key for key in again if key not in _COMPARED_APART
-                                      and body.get(key, _ABSENT) != again[key])))
+        # The whole {name, sha256}: an edited name with the right digest is an edit too.
+        encoding_changed=body["encoding"] != again["encoding"],
+        differing_fields=tuple(sorted(added | {key for key in again
+                                               if key not in _COMPARED_APART
+                                               and body.get(key, _ABSENT) != again[key]})))
 
 
 # Compared on their own (context_sha256, candidates, encoding), or inputs of the replay
