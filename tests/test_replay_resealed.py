@@ -113,3 +113,27 @@ def test_the_sealed_fields_are_the_documented_fields_a_pack_does_not_write():
     body = json.loads(repack('[{"id": "n1", "score": 0.5, "content": "hello"}]', budget=200,
                              config=None).receipt)
     assert SEALED_FIELDS == set(RECEIPT_FIELDS) - set(body)
+
+
+@pytest.mark.parametrize("version", [0, -1, 7])
+def test_a_receipt_version_no_rms_duck_here_wrote_is_refused(stored, version):
+    """Any whole number replayed with the current formats (and below 4 with version 3's
+    conflict pricing), so a receipt claiming a version this rms_duck does not know was
+    called reproduced."""
+    path, rid = stored
+
+    def change(text: str) -> str:
+        body = json.loads(text)
+        body["receipt_version"] = version
+        return canonical_json(body)
+
+    reseal(path, change)
+    con = duckdb.connect(path)
+    con.execute("UPDATE rms_receipts SET receipt_version = ?", [version])
+    assert rms_duck.verify_receipts(con) == []
+    con.close()
+    message = f"'receipt_version' is {version}, but this rms_duck replays versions 1 to"
+    with pytest.raises(ReceiptError, match=message):
+        rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
+    reproduced, error = sql_replay(path)
+    assert not reproduced and message in error

@@ -17,7 +17,7 @@ from ..errors import ReceiptError
 from ..escape import canonical_json
 from ..formats import frozen_name
 from ..formats.legacy import LEGACY
-from ..receipts import SEALED_FIELDS
+from ..receipts import RECEIPT_VERSION, SEALED_FIELDS
 from ..tokens.counter import LineCounter
 from .compat import packing_of
 from .pipeline import pack_candidates
@@ -68,6 +68,13 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
         raise ReceiptError(f"the receipt's 'receipt_version' must be a whole number, got "
                            f"{receipt_version!r}; it was edited after it was written: restore "
                            "it from a backup")
+    if receipt_version is not None and not 1 <= receipt_version <= RECEIPT_VERSION:
+        # Replayed as the current version, it could pass as reproduced or fail unexplained.
+        raise ReceiptError(
+            f"the receipt's 'receipt_version' is {receipt_version}, but this rms_duck replays "
+            f"versions 1 to {RECEIPT_VERSION}: a newer version needs the rms_duck that wrote "
+            "it (upgrade rms_duck); a version below 1 was never written, so it was edited "
+            "after it was written: restore the receipt from a backup")
     if receipt_version in LEGACY:
         config = _with_frozen_format(config, LEGACY[receipt_version])
     # A private counter: replay recounts every line rather than trusting a cached or
