@@ -45,8 +45,27 @@ CREATE OR REPLACE MACRO rms_store(candidates, budget, config := NULL, namespace 
     CAST(error('rms_store() runs Python: call rms_duck.register(con) on this connection first') AS VARCHAR);
 COMMENT ON MACRO main.rms_store IS 'rms_store(candidates, budget, ...): stand-in; call rms_duck.register(con) to store from SQL';
 
+-- Every column of the real rms_replay(), each raising (a constant NULL column would let
+-- DuckDB fold `WHERE NOT reproduced` to an empty result without raising), so a query
+-- naming them binds and then says what to do.
 CREATE OR REPLACE MACRO rms_replay(rid := NULL) AS TABLE
-    SELECT CAST(NULL AS VARCHAR) AS error FROM range(1)
-    WHERE CAST(error('rms_replay() runs Python: call rms_duck.register(con) on this connection '
-                     || 'first (rms_verify_receipts() needs no Python)') AS BOOLEAN);
+    WITH stand_in AS (
+        SELECT 'rms_replay() runs Python: call rms_duck.register(con) on this connection '
+               || 'first (rms_verify_receipts() needs no Python)' AS message
+    )
+    SELECT CAST(error(message) AS UUID) AS receipt_id, CAST(error(message) AS UUID) AS bundle_id,
+           CAST(error(message) AS VARCHAR) AS chain_namespace,
+           CAST(error(message) AS BIGINT) AS seq,
+           CAST(error(message) AS VARCHAR) AS recorded_sha256,
+           CAST(error(message) AS VARCHAR) AS replayed_sha256,
+           CAST(error(message) AS BOOLEAN) AS identical,
+           CAST(error(message) AS BOOLEAN) AS same_decisions,
+           CAST(error(message) AS BOOLEAN) AS encoding_changed,
+           CAST(error(message) AS VARCHAR[]) AS differing_fields,
+           CAST(error(message) AS BOOLEAN) AS inputs_intact,
+           CAST(error(message) AS VARCHAR[]) AS changed_nodes,
+           CAST(error(message) AS VARCHAR) AS error,
+           CAST(error(message) AS BOOLEAN) AS reproduced
+    FROM stand_in
+    WHERE CAST(error(message) AS BOOLEAN);
 COMMENT ON MACRO TABLE main.rms_replay IS 'rms_replay(rid := NULL): stand-in; call rms_duck.register(con) to replay (rms_verify_receipts() needs no Python)';

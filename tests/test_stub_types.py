@@ -36,6 +36,11 @@ def plain(tmp_path_factory):
     (f"SELECT length(rms_store({LIST}, 300))", "rms_store"),
     ("SELECT count(*) FROM rms_replay()", "rms_replay"),
     ("SELECT 1 FROM rms_replay(rid := 'r')", "rms_replay"),
+    # The query docs/audits.md shows: the stand-in had only an `error` column, so a plain
+    # client got "Referenced column "seq" not found" instead of what to do.
+    ("SELECT seq, identical, inputs_intact, changed_nodes, error FROM rms_replay()",
+     "rms_replay"),
+    ("SELECT receipt_id FROM rms_replay() WHERE NOT reproduced", "rms_replay"),
 ])
 def test_a_stub_raises_inside_any_expression(plain, sql, fn):
     with pytest.raises(duckdb.Error, match=re.escape(f"{fn}() runs Python: call "
@@ -51,6 +56,13 @@ def test_each_stub_has_the_type_of_the_macro_it_stands_in_for(plain, call):
     real = con.execute(f"DESCRIBE SELECT {call} AS v").fetchall()[0][1]
     con.close()
     assert plain.execute(f"DESCRIBE SELECT {call} AS v").fetchall()[0][1] == real
+
+
+def test_the_replay_stub_has_the_columns_of_the_macro_it_stands_in_for(plain):
+    con = rms_duck.connect()
+    real = con.execute("DESCRIBE SELECT * FROM rms_replay()").fetchall()
+    con.close()
+    assert plain.execute("DESCRIBE SELECT * FROM rms_replay()").fetchall() == real
 
 
 def test_a_registered_connection_to_the_same_file_packs_through_the_real_macros(plain):
@@ -78,3 +90,33 @@ def test_a_replaced_pack_context_stand_in_is_reported_and_restored(tmp_path):
         con = rms_duck.connect(path)
     assert rms_duck.verify_receipts(con) == []
     con.close()
+
+
+def _file_with_the_earlier_replay_stub(path: str) -> None:
+    """As a release before 2026-12-04 left it: the one-column stand-in and that release's
+    digest of the persistent macros."""
+    from rms_duck.duck.shipped import _EARLIER_REPLAY_STUB
+
+    rms_duck.connect(path).close()
+    plain = duckdb.connect(path)
+    plain.execute(_EARLIER_REPLAY_STUB.replace("CREATE MACRO", "CREATE OR REPLACE MACRO"))
+    plain.execute("UPDATE rms_schema_version SET sql_sha256 = 'earlier' WHERE version = 2")
+    plain.close()
+
+
+def test_a_file_with_the_earlier_replay_stub_verifies_and_is_upgraded_silently(tmp_path):
+    import warnings
+
+    path = str(tmp_path / "earlier.duckdb")
+    _file_with_the_earlier_replay_stub(path)
+    plain = duckdb.connect(path, read_only=True)
+    assert rms_duck.verify_receipts(plain) == []
+    plain.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rms_duck.connect(path).close()
+    plain = duckdb.connect(path, read_only=True)
+    assert rms_duck.verify_receipts(plain) == []
+    with pytest.raises(duckdb.Error, match=re.escape("rms_replay() runs Python")):
+        plain.execute("SELECT seq FROM rms_replay()").fetchall()
+    plain.close()

@@ -179,7 +179,27 @@ def _earlier_shipped() -> dict[str, tuple[str, str]]:
     for field in _WIDENED_FIELDS:
         type_text = type_text.replace(f"{field} BIGINT", f"{field} INTEGER")
     return {"rms_nodes": (kind, definition.replace(new, old)),
-            "rms_candidate": (type_kind, type_text), **earlier_views()}
+            "rms_candidate": (type_kind, type_text), **earlier_views(),
+            "rms_replay": _earlier_replay_stub()}
+
+
+# Until 2026-12-04 the rms_replay stand-in had only an `error` column, so a plain client's
+# `SELECT seq, ... FROM rms_replay()` failed to bind instead of saying to register; files
+# keep it until a writable connect() re-creates the persistent macros.
+_EARLIER_REPLAY_STUB = """CREATE MACRO rms_replay(rid := NULL) AS TABLE
+    SELECT CAST(NULL AS VARCHAR) AS error FROM range(1)
+    WHERE CAST(error('rms_replay() runs Python: call rms_duck.register(con) on this connection '
+                     || 'first (rms_verify_receipts() needs no Python)') AS BOOLEAN)"""
+
+
+def _earlier_replay_stub() -> tuple[str, str]:
+    """The earlier rms_replay stand-in as fingerprints() renders it."""
+    con = duckdb.connect()
+    try:
+        con.execute(_EARLIER_REPLAY_STUB)
+        return fingerprints(con)["rms_replay"]
+    finally:
+        con.close()
 
 
 # Until 2026-12-02 these views' float aggregates had no ORDER BY, so on a large store they
