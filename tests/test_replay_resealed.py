@@ -137,3 +137,13 @@ def test_a_receipt_version_no_rms_duck_here_wrote_is_refused(stored, version):
         rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
     reproduced, error = sql_replay(path)
     assert not reproduced and message in error
+
+
+def test_a_receipt_that_cannot_be_replayed_is_reported_by_its_error_alone(stored, capsys):
+    """The report said 'context bytes differ; decisions differ' before the error, though
+    nothing was re-packed to compare."""
+    path, rid = stored
+    reseal(path, lambda text: text.replace('"budget":150', '"budget":150.5'))
+    assert main(["audit", "--db", path, "--replay"]) == 1
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "DIFFERS" in x]
+    assert line.startswith(f"  DIFFERS {rid}: the receipt's 'budget' must be a whole number")

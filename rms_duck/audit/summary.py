@@ -37,12 +37,13 @@ class Replayed:
 
     @property
     def differences(self) -> list[str]:
+        if self.error is not None:  # nothing was re-packed, so nothing was compared
+            return [self.error]
         out = [] if self.identical else ["context bytes differ"]
         out += [] if self.same_decisions else ["decisions differ"]
         out += ["encoding changed"] if self.encoding_changed else []
-        out += ([f"receipt fields differ: {', '.join(self.differing_fields)}"]
-                if self.differing_fields else [])
-        return out + ([self.error] if self.error else [])
+        return out + ([f"receipt fields differ: {', '.join(self.differing_fields)}"]
+                      if self.differing_fields else [])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
