@@ -85,8 +85,9 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
         and candidate ids with no rms_nodes row (missing_nodes: deleted, or never nodes).
 
     Raises:
-        ReceiptError: unknown id, a malformed receipt, a missing bundle, or stored inputs
-            that no longer match the receipt's inputs_sha256.
+        ReceiptError: unknown id, a malformed or non-canonical receipt, a receipt_version
+            this rms_duck cannot replay, a missing bundle, or stored inputs that no longer
+            match the receipt's inputs_sha256.
     """
     cur = audit_cursor(con)
     try:
