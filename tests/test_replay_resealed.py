@@ -147,3 +147,41 @@ def test_a_receipt_that_cannot_be_replayed_is_reported_by_its_error_alone(stored
     assert main(["audit", "--db", path, "--replay"]) == 1
     [line] = [x for x in capsys.readouterr().out.splitlines() if "DIFFERS" in x]
     assert line.startswith(f"  DIFFERS {rid}: the receipt's 'budget' must be a whole number")
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_receipt_nested_too_deeply_is_a_receipt_error_not_a_crash(stored, capsys):
+    """Python's json gave up with a RecursionError, which broke audit --replay (and
+    --line-costs) with a traceback; DuckDB reads the text, so verify passed."""
+    path, rid = stored
+    reseal(path, lambda text: text[:-1] + ',"zz":' + DEEP + "}")
+    con = rms_duck.connect(path, read_only=True)
+    assert rms_duck.verify_receipts(con) == []
+    with pytest.raises(ReceiptError, match="nested too deeply"):
+        rms_duck.replay(con, rid)
+    rms_duck.check_line_costs(con)
+    con.close()
+    reproduced, error = sql_replay(path)
+    assert not reproduced and "nested too deeply" in error
+    assert main(["audit", "--db", path, "--replay", "--line-costs"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_inputs_nested_too_deeply_are_a_receipt_error_not_a_crash(stored):
+    path, rid = stored
+
+    def deep_inputs(text: str) -> str:
+        body = json.loads(text)
+        body["inputs_sha256"] = sha256_text(DEEP)
+        return canonical_json(body)
+
+    reseal(path, deep_inputs)
+    con = duckdb.connect(path)
+    con.execute("UPDATE rms_bundles SET inputs = ?", [DEEP])
+    con.close()
+    with pytest.raises(ReceiptError, match="stored inputs are nested too deeply"):
+        rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
+    reproduced, error = sql_replay(path)
+    assert not reproduced and "nested too deeply" in error

@@ -80,7 +80,7 @@ def check_line_costs(con: duckdb.DuckDBPyConnection) -> LineCostCheck:
             # lines it costed (its header, metadata and date lines) are found again.
             repack(inputs, budget=body.get("budget"), config=body.get("config"),
                    receipt_version=body.get("receipt_version"), counter=recorder)
-        except (RmsError, ValueError, TypeError, AttributeError):
+        except (RmsError, ValueError, TypeError, AttributeError, RecursionError):
             continue  # verify reports a damaged receipt or bundle
         lines.setdefault(config.encoding, set()).update(recorder.take_fresh())
     for nodes in _node_batches(con):

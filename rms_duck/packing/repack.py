@@ -48,6 +48,10 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
     """
     try:
         rows = json.loads(inputs)
+    except RecursionError:  # no pack stores nesting deeper than a few levels
+        raise ReceiptError(
+            f"stored inputs are nested too deeply to read: {_clip(inputs)!r}; the bundle row "
+            "was edited after it was written: restore it from a backup") from None
     except (TypeError, ValueError) as exc:
         raise ReceiptError(
             f"stored inputs are not valid JSON ({exc}): {_clip(inputs)!r}; the bundle row was "
@@ -90,6 +94,10 @@ def parse_receipt(text: str | None, who: str) -> dict[str, Any]:
     the receipt in the message ("receipt <id>")."""
     try:
         body = json.loads(text) if text is not None else None
+    except RecursionError:  # no receipt nests deeper than a few levels
+        raise ReceiptError(
+            f"{who} is nested too deeply to read; it was edited after it was written: run "
+            "rms_duck.verify_receipts(con) and restore it from a backup") from None
     except json.JSONDecodeError as exc:
         raise ReceiptError(
             f"{who} is not valid JSON ({exc.msg} at position {exc.pos}); it was edited after "
