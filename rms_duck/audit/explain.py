@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from ..duck.cursors import audit_cursor
-from ..duck.shipped import with_views
+from ..duck.shipped import shadowing_macros, with_views
 from ..errors import ReceiptError
 from .ids import resolve_receipt_id
 
@@ -33,6 +33,7 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
     cur = audit_cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)
+        _refuse_shadowed_builtins(cur)
         rows = cur.sql(with_views(
             "SELECT * FROM rms_receipt_decisions WHERE receipt_id = ? "
             "ORDER BY position NULLS LAST, tier NULLS LAST, order_key DESC NULLS LAST, node_id",
@@ -42,6 +43,20 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
         return rows
     finally:
         cur.close()
+
+
+def _refuse_shadowed_builtins(cur: duckdb.DuckDBPyConnection) -> None:
+    """The shipped query calls built-in JSON functions, which a macro stored in the file
+    under the same name would replace, and so rewrite the decisions it shows."""
+    shadows = shadowing_macros(cur)
+    if shadows:
+        names = ", ".join(f"{kind.replace('_', ' ')} {name}" for name, kind in shadows)
+        drops = "; ".join(f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}{name}"
+                          for name, kind in shadows)
+        raise ReceiptError(
+            f"cannot explain: the stored {names} has the name of a built-in function, which "
+            f"DuckDB would run in its place; on a copy of the file run {drops}, and run "
+            "rms_duck.verify_receipts(con) to see what else was changed")
 
 
 def _check_readable(cur: duckdb.DuckDBPyConnection, rid: str) -> None:

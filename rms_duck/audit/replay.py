@@ -159,10 +159,13 @@ def _load(cur: duckdb.DuckDBPyConnection,
 
 
 def _current_hashes(cur: duckdb.DuckDBPyConnection, ids: list[Any]) -> dict[str, str]:
-    """sha256 of the current rms_nodes.content for each candidate id that is a node."""
+    """sha256 of the current rms_nodes.content for each candidate id that is a node.
+
+    Hashed here, not with SQL's sha256(): a macro stored in the file under that name runs
+    in the built-in's place, and could give an edited node its old digest."""
     rows = cur.execute(
-        "SELECT CAST(id AS VARCHAR), sha256(content) FROM rms_nodes "
+        "SELECT CAST(id AS VARCHAR), content FROM rms_nodes "
         "WHERE CAST(id AS VARCHAR) IN (SELECT unnest(CAST(? AS VARCHAR[])))",
         [[str(i) for i in ids]]).fetchall()
-    return dict(rows)
+    return {node_id: sha256_text(content) for node_id, content in rows}
 

@@ -291,18 +291,24 @@ def object_problems(con: duckdb.DuckDBPyConnection,
                 f"the {kind.lower()} {name} is not shipped by rms_duck but uses its rms_ "
                 f"prefix (the ranking-query guard trusts rms_* table macros): "
                 f"{_short(definition)}; drop it unless you created it yourself")))
-    for name, kind in con.execute(
-            "SELECT DISTINCT f.function_name, f.function_type FROM duckdb_functions() AS f "
-            "WHERE f.database_name NOT IN ('system', 'temp') AND NOT f.internal "
-            "AND f.function_type IN ('macro', 'table_macro') AND lower(f.function_name) IN ("
-            "  SELECT lower(function_name) FROM duckdb_functions() "
-            "  WHERE database_name = 'system') "
-            "ORDER BY 1").fetchall():
+    for name, kind in shadowing_macros(con):
         problems.append(ObjectProblem("STORED_OBJECT_SHADOWS", name, (
             f"the stored {kind.replace('_', ' ')} {name} has the name of a built-in function, "
             "so any query in this database calling it runs the macro instead; SQL audits "
             f"here cannot be trusted: drop it (DROP MACRO {name})")))
     return problems
+
+
+def shadowing_macros(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(name, 'macro' or 'table_macro') of each stored macro named like a built-in function,
+    which DuckDB runs in the built-in's place."""
+    return con.execute(
+        "SELECT DISTINCT f.function_name, f.function_type FROM duckdb_functions() AS f "
+        "WHERE f.database_name NOT IN ('system', 'temp') AND NOT f.internal "
+        "AND f.function_type IN ('macro', 'table_macro') AND lower(f.function_name) IN ("
+        "  SELECT lower(function_name) FROM duckdb_functions() "
+        "  WHERE database_name = 'system') "
+        "ORDER BY 1").fetchall()
 
 
 def restore_objects(con: duckdb.DuckDBPyConnection,

@@ -1,0 +1,55 @@
+"""The standalone audits (replay, explain) must not compute with a macro stored in the
+audited file: a stored macro named like a built-in function (sha256, json_extract) runs in
+its place. verify_receipts reports such a macro (STORED_OBJECT_SHADOWS), but replay and
+explain, called on their own, gave the forged answers."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import rms_duck
+from rms_duck.audit.explain import explain
+from rms_duck.errors import ReceiptError
+
+PORTO = "Maya lives in Porto"
+
+
+@pytest.fixture
+def stored(tmp_path):
+    """(path, receipt_id) of a pack of two nodes ranked from rms_nodes."""
+    path = str(tmp_path / "nodes.duckdb")
+    con = rms_duck.connect(path)
+    con.execute("INSERT INTO rms_nodes (id, content) VALUES "
+                "('00000000-0000-4000-8000-000000000001', ?), "
+                "('00000000-0000-4000-8000-000000000002', 'Maya likes tea')", [PORTO])
+    rid = rms_duck.pack(con, "SELECT id, 0.5 AS score, content FROM rms_nodes",
+                        budget=300).receipt_id
+    con.close()
+    return path, rid
+
+
+def test_replay_names_a_changed_node_whatever_macro_the_file_stores(stored):
+    path, rid = stored
+    attacker = duckdb.connect(path)
+    (porto_sha,), = attacker.execute("SELECT sha256(?)", [PORTO]).fetchall()
+    attacker.execute("UPDATE rms_nodes SET content = 'Maya lives in Lisbon' "
+                     "WHERE content = ?", [PORTO])
+    attacker.execute(f"CREATE MACRO sha256(x) AS CASE WHEN x = 'Maya lives in Lisbon' "
+                     f"THEN '{porto_sha}' ELSE system.main.sha256(x) END")
+    attacker.close()
+    con = duckdb.connect(path, read_only=True)
+    assert rms_duck.replay(con, rid).changed_nodes == ("00000000-0000-4000-8000-000000000001",)
+    con.close()
+
+
+def test_explain_refuses_a_file_whose_macro_shadows_a_builtin(stored):
+    path, rid = stored
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE MACRO json_extract(j, p) AS CASE WHEN p = '$.candidates' "
+                     "THEN CAST('[]' AS JSON) ELSE system.main.json_extract(j, p) END")
+    attacker.close()
+    con = duckdb.connect(path, read_only=True)
+    with pytest.raises(ReceiptError, match="macro json_extract .* built-in function"):
+        explain(con, rid)
+    con.close()
