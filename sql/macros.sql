@@ -20,9 +20,12 @@ CREATE OR REPLACE MACRO rms_bundle_excluded(bundle) AS TABLE
 COMMENT ON MACRO TABLE rms_bundle_excluded IS 'rms_bundle_excluded(bundle): excluded candidates and reasons as rows';
 
 -- rms_receipt_id: the receipt_id for a receipt id or a bundle id, or an error naming the value
+-- (a receipt id first: a receipt whose bundle_id has another receipt's id must not stand in)
 CREATE OR REPLACE MACRO rms_receipt_id(rid) AS CASE WHEN rid IS NOT NULL THEN coalesce(
     (SELECT any_value(r.receipt_id) FROM rms_receipts AS r
-      WHERE TRY_CAST(rid AS UUID) IN (r.receipt_id, r.bundle_id)),
+      WHERE r.receipt_id = TRY_CAST(rid AS UUID)),
+    (SELECT any_value(r.receipt_id) FROM rms_receipts AS r
+      WHERE r.bundle_id = TRY_CAST(rid AS UUID)),
     error('unknown receipt ' || to_json(CAST(rid AS VARCHAR))
           || '; pass a receipt_id or bundle_id from rms_receipts')) END;
 COMMENT ON MACRO rms_receipt_id IS 'rms_receipt_id(id): receipt_id of a receipt or bundle id; an error when there is none';

@@ -93,13 +93,14 @@ def test_a_replaced_pack_context_stand_in_is_reported_and_restored(tmp_path):
 
 
 def _file_with_the_earlier_replay_stub(path: str) -> None:
-    """As a release before 2026-12-04 left it: the one-column stand-in and that release's
-    digest of the persistent macros."""
-    from rms_duck.duck.shipped import _EARLIER_REPLAY_STUB
+    """As a release before 2026-12-04 left it: the one-column stand-in (and the earlier
+    rms_receipt_id) and that release's digest of the persistent macros."""
+    from rms_duck.duck.shipped import _EARLIER_MACROS
 
     rms_duck.connect(path).close()
     plain = duckdb.connect(path)
-    plain.execute(_EARLIER_REPLAY_STUB.replace("CREATE MACRO", "CREATE OR REPLACE MACRO"))
+    for text in _EARLIER_MACROS.values():
+        plain.execute(text.replace("CREATE MACRO", "CREATE OR REPLACE MACRO"))
     plain.execute("UPDATE rms_schema_version SET sql_sha256 = 'earlier' WHERE version = 2")
     plain.close()
 

@@ -21,9 +21,11 @@ def resolve_receipt_id(cur: duckdb.DuckDBPyConnection, value: object) -> str:
         raise ReceiptError(
             f"receipt_id must be a UUID, got {value!r}; pass a receipt_id or bundle_id from "
             "rms_receipts (MemoryBundle.receipt_id after rms_duck.pack)") from None
+    # A receipt id first: a receipt whose bundle_id has another receipt's id (an edit; ids
+    # are random) must not stand in for that receipt.
     rows = cur.execute(
-        "SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts WHERE ? IN (receipt_id, bundle_id)",
-        [wanted]).fetchall()
+        "SELECT CAST(receipt_id AS VARCHAR) FROM rms_receipts WHERE ? IN (receipt_id, bundle_id) "
+        "ORDER BY receipt_id = ? DESC LIMIT 1", [wanted, wanted]).fetchall()
     if not rows:
         raise ReceiptError(
             f"unknown receipt {str(wanted)!r}: no receipt_id or bundle_id in rms_receipts has "

@@ -179,25 +179,35 @@ def _earlier_shipped() -> dict[str, tuple[str, str]]:
     for field in _WIDENED_FIELDS:
         type_text = type_text.replace(f"{field} BIGINT", f"{field} INTEGER")
     return {"rms_nodes": (kind, definition.replace(new, old)),
-            "rms_candidate": (type_kind, type_text), **earlier_views(),
-            "rms_replay": _earlier_replay_stub()}
+            "rms_candidate": (type_kind, type_text), **earlier_views(), **_earlier_macros()}
 
 
-# Until 2026-12-04 the rms_replay stand-in had only an `error` column, so a plain client's
-# `SELECT seq, ... FROM rms_replay()` failed to bind instead of saying to register; files
-# keep it until a writable connect() re-creates the persistent macros.
-_EARLIER_REPLAY_STUB = """CREATE MACRO rms_replay(rid := NULL) AS TABLE
+# Macros as files made before 2026-12-04 store them, until a writable connect() re-creates
+# the persistent macros: the rms_replay stand-in had only an `error` column (a plain client's
+# `SELECT seq, ... FROM rms_replay()` failed to bind instead of saying to register), and
+# rms_receipt_id took a bundle_id match as readily as a receipt_id one.
+_EARLIER_MACROS = {
+    "rms_replay": """CREATE MACRO rms_replay(rid := NULL) AS TABLE
     SELECT CAST(NULL AS VARCHAR) AS error FROM range(1)
     WHERE CAST(error('rms_replay() runs Python: call rms_duck.register(con) on this connection '
-                     || 'first (rms_verify_receipts() needs no Python)') AS BOOLEAN)"""
+                     || 'first (rms_verify_receipts() needs no Python)') AS BOOLEAN)""",
+    "rms_receipt_id": """CREATE MACRO rms_receipt_id(rid) AS
+    CASE WHEN rid IS NOT NULL THEN coalesce(
+    (SELECT any_value(r.receipt_id) FROM rms_receipts AS r
+      WHERE TRY_CAST(rid AS UUID) IN (r.receipt_id, r.bundle_id)),
+    error('unknown receipt ' || to_json(CAST(rid AS VARCHAR))
+          || '; pass a receipt_id or bundle_id from rms_receipts')) END""",
+}
 
 
-def _earlier_replay_stub() -> tuple[str, str]:
-    """The earlier rms_replay stand-in as fingerprints() renders it."""
+def _earlier_macros() -> dict[str, tuple[str, str]]:
+    """The earlier macros as fingerprints() renders them."""
     con = duckdb.connect()
     try:
-        con.execute(_EARLIER_REPLAY_STUB)
-        return fingerprints(con)["rms_replay"]
+        for text in _EARLIER_MACROS.values():
+            con.execute(text)
+        stored = fingerprints(con)
+        return {name: stored[name] for name in _EARLIER_MACROS}
     finally:
         con.close()
 
