@@ -50,6 +50,23 @@ def test_explain_refuses_a_file_whose_macro_shadows_a_builtin(stored):
                      "THEN CAST('[]' AS JSON) ELSE system.main.json_extract(j, p) END")
     attacker.close()
     con = duckdb.connect(path, read_only=True)
-    with pytest.raises(ReceiptError, match="macro json_extract .* built-in function"):
+    with pytest.raises(ReceiptError, match="macro json_extract .* built-in"):
+        explain(con, rid)
+    con.close()
+
+
+def test_a_stored_type_named_like_a_builtin_type_is_reported_and_explain_refuses(stored):
+    """CREATE TYPE JSON AS INTEGER is accepted (JSON comes from an extension), and the
+    shipped decisions query reads each order_key as JSON: explain() showed them as 0.0,
+    in another order, and verification said nothing (only rms_* types were compared)."""
+    path, rid = stored
+    attacker = duckdb.connect(path)
+    attacker.execute("CREATE TYPE JSON AS INTEGER")
+    attacker.close()
+    con = duckdb.connect(path, read_only=True)
+    problems = rms_duck.verify_receipts(con)
+    assert [(p.problem, p.object_name) for p in problems] == [("STORED_OBJECT_SHADOWS", "JSON")]
+    assert "DROP TYPE JSON" in problems[0].detail
+    with pytest.raises(ReceiptError, match="type JSON .* built-in"):
         explain(con, rid)
     con.close()

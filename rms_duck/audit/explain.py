@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from ..duck.cursors import audit_cursor
-from ..duck.shipped import shadowing_macros, with_views
+from ..duck.shipped import drop_statement, shadowing_objects, with_views
 from ..errors import ReceiptError
 from .ids import resolve_receipt_id
 
@@ -46,16 +46,16 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
 
 
 def _refuse_shadowed_builtins(cur: duckdb.DuckDBPyConnection) -> None:
-    """The shipped query calls built-in JSON functions, which a macro stored in the file
-    under the same name would replace, and so rewrite the decisions it shows."""
-    shadows = shadowing_macros(cur)
+    """The shipped query calls built-in JSON functions and names the JSON type, which a
+    macro or type stored in the file under the same name would replace, and so change the
+    decisions it shows."""
+    shadows = shadowing_objects(cur)
     if shadows:
         names = ", ".join(f"{kind.replace('_', ' ')} {name}" for name, kind in shadows)
-        drops = "; ".join(f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}{name}"
-                          for name, kind in shadows)
+        drops = "; ".join(drop_statement(name, kind) for name, kind in shadows)
         raise ReceiptError(
-            f"cannot explain: the stored {names} has the name of a built-in function, which "
-            f"DuckDB would run in its place; on a copy of the file run {drops}, and run "
+            f"cannot explain: the stored {names} has the name of a built-in, which DuckDB "
+            f"would use in its place; on a copy of the file run {drops}, and run "
             "rms_duck.verify_receipts(con) to see what else was changed")
 
 

@@ -40,7 +40,8 @@ CHECK_PROBLEMS = {
     "STORED_OBJECT_MISSING": "a shipped rms_* table, view, macro or type is not in the database",
     "STORED_OBJECT_CHANGED": "a stored rms_* object differs from the shipped definition",
     "STORED_OBJECT_UNKNOWN": "an rms_* view or macro that rms_duck does not ship",
-    "STORED_OBJECT_SHADOWS": "a stored macro has the name of a built-in function",
+    "STORED_OBJECT_SHADOWS": "a stored macro or type has the name of a built-in function "
+                             "or type",
     "HEAD_MISSING": "a saved chain head is no longer in the database (receipts cut off)",
     "HEAD_MISMATCH": "the receipt at a saved head's seq has another digest (rewritten)",
 }

@@ -301,24 +301,37 @@ def object_problems(con: duckdb.DuckDBPyConnection,
                 f"the {kind.lower()} {name} is not shipped by rms_duck but uses its rms_ "
                 f"prefix (the ranking-query guard trusts rms_* table macros): "
                 f"{_short(definition)}; drop it unless you created it yourself")))
-    for name, kind in shadowing_macros(con):
+    for name, kind in shadowing_objects(con):
+        what = "type" if kind == "type" else "function"
         problems.append(ObjectProblem("STORED_OBJECT_SHADOWS", name, (
-            f"the stored {kind.replace('_', ' ')} {name} has the name of a built-in function, "
-            "so any query in this database calling it runs the macro instead; SQL audits "
-            f"here cannot be trusted: drop it (DROP MACRO {name})")))
+            f"the stored {kind.replace('_', ' ')} {name} has the name of a built-in {what}, "
+            f"so any query in this database using that {what} gets the stored one instead; "
+            f"SQL audits here cannot be trusted: drop it ({drop_statement(name, kind)})")))
     return problems
 
 
-def shadowing_macros(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-    """(name, 'macro' or 'table_macro') of each stored macro named like a built-in function,
-    which DuckDB runs in the built-in's place."""
+def shadowing_objects(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(name, 'macro', 'table_macro' or 'type') of each stored macro named like a built-in
+    function and each stored type named like a built-in type (JSON, which an extension
+    provides, can be created again): DuckDB uses them in the built-in's place."""
     return con.execute(
         "SELECT DISTINCT f.function_name, f.function_type FROM duckdb_functions() AS f "
         "WHERE f.database_name NOT IN ('system', 'temp') AND NOT f.internal "
         "AND f.function_type IN ('macro', 'table_macro') AND lower(f.function_name) IN ("
         "  SELECT lower(function_name) FROM duckdb_functions() "
         "  WHERE database_name = 'system') "
-        "ORDER BY 1").fetchall()
+        "UNION ALL "
+        "SELECT DISTINCT t.type_name, 'type' FROM duckdb_types() AS t "
+        "WHERE t.database_name NOT IN ('system', 'temp') AND NOT t.internal "
+        "AND lower(t.type_name) IN ("
+        "  SELECT lower(type_name) FROM duckdb_types() WHERE database_name = 'system') "
+        "ORDER BY 1, 2").fetchall()
+
+
+def drop_statement(name: str, kind: str) -> str:
+    """The statement that drops a stored macro or type of this kind."""
+    what = {"table_macro": "MACRO TABLE", "type": "TYPE"}.get(kind, "MACRO")
+    return f"DROP {what} {sql_identifier(name) if not name.isidentifier() else name}"
 
 
 def restore_objects(con: duckdb.DuckDBPyConnection,
