@@ -313,19 +313,25 @@ def object_problems(con: duckdb.DuckDBPyConnection,
 def shadowing_objects(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(name, 'macro', 'table_macro' or 'type') of each stored macro named like a built-in
     function and each stored type named like a built-in type (JSON, which an extension
-    provides, can be created again): DuckDB uses them in the built-in's place."""
-    return con.execute(
-        "SELECT DISTINCT f.function_name, f.function_type FROM duckdb_functions() AS f "
-        "WHERE f.database_name NOT IN ('system', 'temp') AND NOT f.internal "
-        "AND f.function_type IN ('macro', 'table_macro') AND lower(f.function_name) IN ("
-        "  SELECT lower(function_name) FROM duckdb_functions() "
-        "  WHERE database_name = 'system') "
-        "UNION ALL "
-        "SELECT DISTINCT t.type_name, 'type' FROM duckdb_types() AS t "
-        "WHERE t.database_name NOT IN ('system', 'temp') AND NOT t.internal "
-        "AND lower(t.type_name) IN ("
-        "  SELECT lower(type_name) FROM duckdb_types() WHERE database_name = 'system') "
-        "ORDER BY 1, 2").fetchall()
+    provides, can be created again): DuckDB uses them in the built-in's place.
+
+    The catalog is read through system.main, and compared here rather than with SQL
+    functions: a stored table macro named duckdb_functions, or a macro named lower, would
+    otherwise decide what this check sees, and hide itself with the rest."""
+    functions = con.execute(
+        "SELECT database_name, function_name, function_type, internal "
+        "FROM system.main.duckdb_functions()").fetchall()
+    types = con.execute(
+        "SELECT database_name, type_name, internal FROM system.main.duckdb_types()").fetchall()
+    builtin_functions = {name.lower() for db, name, _, _ in functions if db == "system"}
+    builtin_types = {name.lower() for db, name, _ in types if db == "system"}
+    found = {(name, kind) for db, name, kind, internal in functions
+             if db not in ("system", "temp") and not internal
+             and kind in ("macro", "table_macro") and name.lower() in builtin_functions}
+    found |= {(name, "type") for db, name, internal in types
+              if db not in ("system", "temp") and not internal
+              and name.lower() in builtin_types}
+    return sorted(found)
 
 
 def drop_statement(name: str, kind: str) -> str:
