@@ -98,8 +98,14 @@ def test_cli_does_not_export_heads_of_a_database_that_fails(tmp_path, capsys):
     assert "NOT saved" in capsys.readouterr().out and not heads_file.exists()
 
 
-@pytest.mark.parametrize("content", ["not json", '{"format": "other"}', '{"format": '
-                                     '"rms_duck.chain_heads", "version": 1, "chains": [{}]}'])
+@pytest.mark.parametrize("content", [
+    "not json", '{"format": "other"}',
+    '{"format": "rms_duck.chain_heads", "version": 1, "chains": [{}]}',
+    # nested past Python's json (a RecursionError traceback), and a seq that is not a number
+    "[" * 100_000 + "]" * 100_000,
+    '{"format": "rms_duck.chain_heads", "version": 1, "chains": [{"chain_namespace": "ns", '
+    '"seq": true, "receipt_sha256": "x"}]}',
+])
 def test_a_bad_heads_file_is_a_clear_error(tmp_path, content, capsys):
     bad = tmp_path / "heads.json"
     bad.write_text(content)

@@ -63,7 +63,7 @@ def read_heads(path: str | os.PathLike[str]) -> dict[str, Any]:
     except OSError as exc:
         raise ReceiptError(f"cannot read heads file {os.fspath(path)!r}: {exc.strerror}; "
                            "pass a file written by `rms-duck audit --export-heads`") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past json's limit
         raise ReceiptError(f"heads file {os.fspath(path)!r} is not JSON ({exc}); pass a file "
                            "written by `rms-duck audit --export-heads`") from None
     _check_format(heads, os.fspath(path))
@@ -107,7 +107,8 @@ def _check_format(heads: object, where: str) -> None:
     ok = (isinstance(heads, Mapping) and heads.get("format") == HEADS_FORMAT
           and heads.get("version") == HEADS_VERSION and isinstance(heads.get("chains"), list)
           and all(isinstance(h, Mapping) and isinstance(h.get("chain_namespace"), str)
-                  and isinstance(h.get("seq"), int) and isinstance(h.get("receipt_sha256"), str)
+                  and type(h.get("seq")) is int  # not True, which json reads as a bool
+                  and isinstance(h.get("receipt_sha256"), str)
                   for h in heads["chains"]))
     if not ok:
         raise ReceiptError(
