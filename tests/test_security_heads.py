@@ -98,6 +98,20 @@ def test_cli_does_not_export_heads_of_a_database_that_fails(tmp_path, capsys):
     assert "NOT saved" in capsys.readouterr().out and not heads_file.exists()
 
 
+def test_write_heads_writes_nothing_for_a_database_that_fails(tmp_path):
+    path = str(tmp_path / "a.duckdb")
+    con = fill(path)
+    con.execute("UPDATE rms_receipts SET receipt_sha256 = 'x' WHERE seq = 2")
+    heads_file = tmp_path / "heads.json"
+    with pytest.raises(ReceiptError, match=r"heads not written to .*the database does not verify .*"
+                                           r"verify_first=False"):
+        rms_duck.write_heads(con, heads_file)
+    assert not heads_file.exists()
+    # Asked to, it saves them anyway: the same heads export_heads() returns.
+    assert rms_duck.write_heads(con, heads_file, verify_first=False) == rms_duck.export_heads(con)
+    assert rms_duck.read_heads(heads_file) == rms_duck.export_heads(con)
+
+
 @pytest.mark.parametrize("content", [
     "not json", '{"format": "other"}',
     '{"format": "rms_duck.chain_heads", "version": 1, "chains": [{}]}',

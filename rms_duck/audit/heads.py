@@ -42,8 +42,23 @@ def export_heads(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return {"format": HEADS_FORMAT, "version": HEADS_VERSION, "chains": chains}
 
 
-def write_heads(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Export the heads to a JSON file (keep it somewhere the database's writers cannot)."""
+def write_heads(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], *,
+                verify_first: bool = True) -> dict[str, Any]:
+    """Export the heads to a JSON file (keep it somewhere the database's writers cannot).
+
+    Heads anchor the chains as they are now, so by default the database is verified first
+    and nothing is written when it fails, as `rms-duck audit --export-heads` does; pass
+    verify_first=False when it was just verified."""
+    if verify_first:
+        from .verify import verify_receipts
+
+        problems = verify_receipts(con)
+        if problems:
+            raise ReceiptError(
+                f"heads not written to {os.fspath(path)!r}: the database does not verify "
+                f"({len(problems)} problem(s), the first: {problems[0]}); saved heads would "
+                "anchor the chains as they are: investigate with `rms-duck audit`, or pass "
+                "verify_first=False to save them anyway")
     heads = export_heads(con)
     try:
         with open(path, "w", encoding="utf-8") as out:

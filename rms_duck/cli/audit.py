@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                             with_line_costs=args.line_costs)
         exported = None
         if args.export_heads and summary.ok:
-            exported = write_heads(con, args.export_heads)
+            exported = write_heads(con, args.export_heads, verify_first=False)  # just verified
     finally:
         con.close()
     if args.json:
