@@ -80,7 +80,12 @@ CREATE OR REPLACE MACRO rms_ranking_weights(weights, has_vector) AS (
         SELECT CASE WHEN weights IS NULL
                     THEN CAST('{"lexical": 0.45, "ngram": 0.25, "vector": 0.2, "salience": 0.1}'
                               AS JSON)
-                    ELSE CAST(weights AS JSON) END AS j
+                    -- TRY_CAST: malformed JSON text fails in the cast naming no argument
+                    WHEN TRY_CAST(weights AS JSON) IS NULL
+                    THEN error('ranking weights must be a STRUCT, MAP or JSON object such as '
+                               || '{''lexical'': 0.6, ''ngram'': 0.4}, got '
+                               || CAST(weights AS VARCHAR) || ' (not valid JSON)')
+                    ELSE TRY_CAST(weights AS JSON) END AS j
     ),
     parts AS MATERIALIZED (
         SELECT rms_json_number(j, 'lexical', 0, 'ranking weights') AS lexical,
@@ -359,7 +364,13 @@ COMMENT ON MACRO TABLE rms_specificity IS 'rms_specificity(namespace := NULL, ra
 CREATE OR REPLACE MACRO rms_ranking_cues(cues) AS (
     -- Read as JSON as rms_ranking_weights is, so a misspelt cue is an error.
     WITH given AS MATERIALIZED (
-        SELECT CASE WHEN cues IS NULL THEN CAST('{}' AS JSON) ELSE CAST(cues AS JSON) END AS j
+        SELECT CASE WHEN cues IS NULL THEN CAST('{}' AS JSON)
+                    -- TRY_CAST: malformed JSON text fails in the cast naming no argument
+                    WHEN TRY_CAST(cues AS JSON) IS NULL
+                    THEN error('ranking cues must be a STRUCT, MAP or JSON object such as '
+                               || '{''speaker'': 0}, got ' || CAST(cues AS VARCHAR)
+                               || ' (not valid JSON)')
+                    ELSE TRY_CAST(cues AS JSON) END AS j
     ),
     raw AS MATERIALIZED (
         SELECT rms_json_number(j, 'speaker', 0.3, 'ranking cues') AS speaker,

@@ -81,6 +81,13 @@ def test_a_bad_ranking_argument_is_an_error_naming_it(ranked, args, expected):
     ("weights := [1, 2]", "ranking weights must be a STRUCT or JSON object"),
     ("cues := 5", "ranking cues must be a STRUCT or JSON object such as {'speaker': 0}, got 5"),
     ("cues := {'time': 'late'}", "ranking cues: field time must be a number, got \"late\""),
+    # malformed JSON text: DuckDB's cast failed with "Malformed JSON", naming no argument
+    ("weights := '{\"lexical\": 1'", "ranking weights must be a STRUCT, MAP or JSON object "
+                                      "such as {'lexical': 0.6, 'ngram': 0.4}, got "
+                                      "{\"lexical\": 1 (not valid JSON)"),
+    ("weights := ''", "ranking weights must be a STRUCT, MAP or JSON object"),
+    ("cues := 'speaker=0'", "ranking cues must be a STRUCT, MAP or JSON object such as "
+                            "{'speaker': 0}, got speaker=0 (not valid JSON)"),
 ])
 def test_arguments_of_the_wrong_kind_are_named_too(ranked, args, expected):
     """Review of this change: these gave a binder or conversion error naming no argument,
