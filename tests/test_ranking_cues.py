@@ -87,6 +87,23 @@ def test_unknown_language_names_the_value_and_the_fix(con, language, message):
     assert "Snowball stemmer name" in str(err.value)
 
 
+@pytest.mark.parametrize("stopwords", ["der die das", ["der", None], ["der", 3]])
+def test_stop_words_that_are_not_a_list_of_words_are_refused_and_change_nothing(con,
+                                                                                  stopwords):
+    """A string was iterated letter by letter ("der die das" made d, e, r, i, a and s the
+    stop words) and None became the stop word 'none', both without a word."""
+    add(con, 1, "Die Kinder spielten im Garten")
+    refresh_index(con)
+    before = con.sql("SELECT * FROM rms_stopwords ORDER BY ALL").fetchall()
+    with pytest.raises(ConfigError, match=r"stopwords must be a list of words, got .*; pass "
+                                          r"for example stopwords=\['der', 'die', 'das'\]"):
+        set_index_language(con, "german", stopwords=stopwords)
+    assert con.sql("SELECT * FROM rms_stopwords ORDER BY ALL").fetchall() == before
+    assert con.sql("SELECT language FROM rms_lexical_config").fetchall() == [("english",)]
+    assert set_index_language(con, "german", stopwords=iter(["die", "im"])).indexed == 1
+    assert con.sql("SELECT * FROM rms_stopwords ORDER BY ALL").fetchall() == [("die",), ("im",)]
+
+
 def test_stem_words_keeps_nulls_and_none_is_identity():
     assert stem_words(["cats", None], "english") == ["cat", None]
     assert stem_words(["cats"], "none") == ["cats"]

@@ -230,11 +230,11 @@ def set_index_language(con: Any, language: str, *,
             the schema's list; others: the `stop-words` package). They replace rms_stopwords.
 
     Raises:
-        ConfigError: an unknown language, or no stop word list for it.
+        ConfigError: an unknown language, no stop word list for it, or stopwords that are
+            not a list of words.
     """
     language = check_language(language)
-    words = stopwords_for(language) if stopwords is None else sorted(
-        {str(w).strip().lower() for w in stopwords if str(w).strip()})
+    words = stopwords_for(language) if stopwords is None else _stopword_list(stopwords)
     _begin(con)
     try:
         con.execute("UPDATE rms_lexical_config SET language = ?", [language])
@@ -246,3 +246,14 @@ def set_index_language(con: Any, language: str, *,
         con.execute("ROLLBACK")
         raise
     return refresh_index(con, full=True)
+
+
+def _stopword_list(stopwords: Any) -> list[str]:
+    """The caller's stop words, trimmed, lower-cased and sorted. A string is refused: Python
+    would iterate its letters, so "der die" indexed without the letters d, e, r and i."""
+    words = None if isinstance(stopwords, str) else list(stopwords)
+    if words is None or not all(isinstance(w, str) for w in words):
+        raise ConfigError(
+            f"stopwords must be a list of words, got {stopwords!r}; pass for example "
+            "stopwords=['der', 'die', 'das'] (or leave it out for the language's own list)")
+    return sorted({w.strip().lower() for w in words if w.strip()})
