@@ -226,6 +226,24 @@ def test_a_table_without_a_required_column_is_refused_by_column(mcon, kind):
     assert mcon.execute("SELECT count(*) FROM rms_receipts").fetchall() == stored
 
 
+@pytest.mark.parametrize("index", ["id", ["ID", "speaker"]])
+def test_a_required_field_in_the_pandas_index_is_named_as_the_index(mcon, index):
+    """df.set_index("id") gave "the candidate rows lack the column 'id' (columns given:
+    'score', 'content', ...)" and the fix "SELECT node_id AS id", while the frame plainly
+    shows its ids: the index is never read, so the error says so and how to fix it."""
+    from rms_duck.errors import CandidateError
+
+    frame = pd.DataFrame(ROWS).rename(columns={"id": "ID"} if index != "id" else {})
+    frame = frame.set_index(index)
+    for call in (lambda: rms_duck.pack(mcon, frame, budget=300, store=False),
+                 lambda: rms_duck.pack_batches(frame.assign(q=1), by="q", budget=300)):
+        with pytest.raises(CandidateError, match=r"the DataFrame's 'id' is its index \('(id|ID)'"
+                                                 r"\), .*; make it a column first: "
+                                                 r"df.reset_index\(\)"):
+            call()
+    assert rms_duck.pack(mcon, frame.reset_index(), budget=300, store=False).included
+
+
 @pytest.mark.parametrize("kind", ["query", "pyarrow", "pandas", "polars", "pack_batches"])
 def test_column_names_match_candidate_fields_without_regard_to_case(mcon, kind):
     """As pack_context's STRUCT cast does in SQL: a Snowflake-style ranking query's ID,
