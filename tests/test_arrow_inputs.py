@@ -244,6 +244,18 @@ def test_a_required_field_in_the_pandas_index_is_named_as_the_index(mcon, index)
     assert rms_duck.pack(mcon, frame.reset_index(), budget=300, store=False).included
 
 
+def test_a_group_key_in_the_pandas_index_is_named_as_the_index():
+    """pack_batches(df.set_index("q"), by="q") said "group key column 'q' is not in the
+    table (columns: id, score, content)"."""
+    from rms_duck.errors import CandidateError
+
+    frame = pd.DataFrame(ROWS).assign(q=[1, 1, 2]).set_index("q")
+    with pytest.raises(CandidateError, match=r"the DataFrame's 'q' is its index \('q'\)"):
+        rms_duck.pack_batches(frame, by="q", budget=300)
+    packed = rms_duck.pack_batches(frame.reset_index(), by="q", budget=300)
+    assert packed.column("q").to_pylist() == [1, 2]
+
+
 @pytest.mark.parametrize("kind", ["query", "pyarrow", "pandas", "polars", "pack_batches"])
 def test_column_names_match_candidate_fields_without_regard_to_case(mcon, kind):
     """As pack_context's STRUCT cast does in SQL: a Snowflake-style ranking query's ID,

@@ -366,8 +366,8 @@ def _any_table(table: Any, candidates: Sequence[str] | None) -> pa.Table:
     if isinstance(table, pa.RecordBatch):
         return pa.Table.from_batches([table])
     pandas = sys.modules.get("pandas")
-    if pandas is not None and isinstance(table, pandas.DataFrame):
-        _check_index_feeds_no_field(table)
+    if candidates is not None and pandas is not None and isinstance(table, pandas.DataFrame):
+        _check_index_feeds_no_field(table, candidates)
     try:
         if pandas is not None and isinstance(table, pandas.DataFrame):
             try:
@@ -397,17 +397,18 @@ def _any_table(table: Any, candidates: Sequence[str] | None) -> pa.Table:
             "pa.Table.from_pylist(rows)") from None
 
 
-def _check_index_feeds_no_field(frame: Any) -> None:
-    """A pandas index is never read. One named for a required field (df.set_index("id"))
-    would otherwise surface as "the candidate rows lack the column 'id'", while the frame
-    plainly shows an id: say that it is the index, and how to make it a column."""
+def _check_index_feeds_no_field(frame: Any, keys: Sequence[str]) -> None:
+    """A pandas index is never read. One named for a required field or a group key
+    (df.set_index("id")) would otherwise surface as "the candidate rows lack the column
+    'id'", while the frame plainly shows an id: say that it is the index, and the fix."""
     fed = {candidate_field(c) for c in frame.columns if isinstance(c, str)}
     for name in frame.index.names:
         field = candidate_field(name) if isinstance(name, str) else None
-        if field in ("id", "score", "content") and field not in fed:
+        if (field in ("id", "score", "content") and field not in fed) or (
+                name in keys and name not in frame.columns):
             raise CandidateError(
-                f"the DataFrame's {field!r} is its index ({name!r}), and a pandas index is "
-                "never read as a candidate field; make it a column first: df.reset_index()")
+                f"the DataFrame's {field or name!r} is its index ({name!r}), and a pandas "
+                "index is never read as a column; make it a column first: df.reset_index()")
 
 
 def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
