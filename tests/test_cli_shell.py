@@ -94,6 +94,34 @@ def test_a_bad_line_is_named_by_its_stdin_line_and_creates_no_database(tmp_path)
     assert done.returncode == 1 and "add --db PATH" in done.stderr
 
 
+def test_stdin_is_read_as_utf8_whatever_the_locale_and_a_bom_is_dropped():
+    from rms_duck.cli.pack import read_candidates, utf8_lines
+    from rms_duck.errors import CandidateError
+
+    good = b'\xef\xbb\xbf{"id": "a", "score": 0.5, "content": "caf\xc3\xa9 \xe2\x82\xac"}\r\n'
+    assert read_candidates(utf8_lines(io.BytesIO(good)))[0]["content"] == "caf\u00e9 \u20ac"
+    latin1 = good[3:] + b'{"id": "b", "score": 0.5, "content": "caf\xe9"}\n'
+    with pytest.raises(CandidateError, match=r"^stdin line 2 is not UTF-8 text \(byte 0xe9 at "
+                                             r"byte 42\); re-encode the input as UTF-8, for "
+                                             r"example with iconv -f latin1 -t utf-8$"):
+        read_candidates(utf8_lines(io.BytesIO(latin1)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", [{"LC_ALL": "C.UTF-8"}, {"PYTHONIOENCODING": "utf-8:strict"}])
+def test_a_latin1_line_is_an_error_in_every_locale(env):
+    """Under a strict UTF-8 locale `rms-duck pack` died with a UnicodeDecodeError traceback;
+    under C.UTF-8 (surrogateescape) it packed the byte as the text "\\udce9" and exited 0."""
+    import os
+
+    done = subprocess.run([sys.executable, "-m", "rms_duck", "pack", "--budget", "300"],
+                          input=b'{"id": "a", "score": 0.5, "content": "caf\xe9"}\n',
+                          capture_output=True, timeout=300, env={**os.environ, **env})
+    assert done.returncode == 1 and done.stdout == b"", done.stdout[:200]
+    assert b"stdin line 1 is not UTF-8 text (byte 0xe9" in done.stderr
+    assert b"Traceback" not in done.stderr
+
+
 @pytest.mark.slow  # 3-9 s on a 2-core machine: the slow step runs it
 def test_a_lone_surrogate_is_named_by_line_and_field_before_a_database_is_made(tmp_path):
     """Input review F8: the store failed after the file was created, naming no line or field

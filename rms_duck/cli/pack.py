@@ -8,9 +8,11 @@ receipt are stored in that DuckDB file (unless --no-store); without it nothing i
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import sys
-from typing import Any, TextIO
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
 
 from ..candidates import to_candidate
 from ..config import parse_config
@@ -33,7 +35,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session-id", default=None, help="session id recorded (with --db)")
 
 
-def read_candidates(stream: TextIO, *, storing: bool = False) -> list[dict[str, Any]]:
+def utf8_lines(stream: BinaryIO) -> Iterator[str]:
+    """stdin's lines decoded as UTF-8 (JSON's encoding) whatever the locale, a BOM before the
+    first line dropped. Decoded by the locale instead, a Latin-1 byte stopped the command
+    with a UnicodeDecodeError traceback (a UTF-8 locale), or became the text "\\udce9" in
+    the context and exited 0 (the C locale, whose surrogateescape kept it)."""
+    for number, raw in enumerate(stream, start=1):
+        if number == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CandidateError(
+                f"stdin line {number} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at byte "
+                f"{exc.start + 1}); re-encode the input as UTF-8, for example with "
+                "iconv -f latin1 -t utf-8") from None
+
+
+def read_candidates(stream: Iterable[str], *, storing: bool = False) -> list[dict[str, Any]]:
     """One JSON object per non-blank line, each checked as a candidate; a bad line is named
     by its number on stdin. storing=True also refuses text a stored bundle cannot hold."""
     rows: list[dict[str, Any]] = []
@@ -111,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--namespace and --session-id name the receipt chain and session of a "
                           "stored pack; add --db PATH to store it, or leave them out")
     # Everything is checked before the database is opened: a bad line creates no file.
-    rows = read_candidates(sys.stdin, storing=args.db is not None and not args.no_store)
+    rows = read_candidates(utf8_lines(sys.stdin.buffer),
+                           storing=args.db is not None and not args.no_store)
     config = parse_config(args.config)
     _check_budget(args.budget)
     check_encoding(config)
