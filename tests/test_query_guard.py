@@ -276,3 +276,33 @@ def test_read_only_transaction_runs_selects_with_parameters(con):
 
     assert [c.content for c in to_candidates(rows)] == ["note 1 about the release",
                                                         "note 2 about the release"]
+
+
+def test_params_bind_as_duckdb_binds_them_a_dict_by_name():
+    """list(params) bound a dict's keys as the values: params={"q": question} with ?
+    placeholders ranked for the word 'q' without a word, and a $name query failed with
+    DuckDB's "Mixing named and positional parameters". A string gave its letters."""
+    from rms_duck.errors import ConfigError
+
+    con = rms_duck.connect()
+    con.execute("INSERT INTO rms_nodes (id, namespace_id, content) VALUES "
+                "(uuid(), 'ns', 'The budget review is on Friday.'), "
+                "(uuid(), 'ns', 'Gardening: the tomatoes need water.')")
+    ranking = "SELECT * FROM rms_candidates({}, {})"
+    by_name = rms_duck.pack(con, ranking.format("$q", "$ns"), budget=300, store=False,
+                            params={"q": "budget review", "ns": "ns"})
+    by_place = rms_duck.pack(con, ranking.format("?", "?"), budget=300, store=False,
+                             params=("budget review", "ns"))
+    assert by_name.context == by_place.context and "budget review" in by_name.context
+    with pytest.raises(duckdb.Error, match="Values were not provided"):
+        rms_duck.pack(con, ranking.format("?", "?"), budget=300, store=False,
+                      params={"q": "budget review", "ns": "ns"})
+    for bad in ("budget", 7):
+        with pytest.raises(ConfigError, match=r"^params must be a list of values for the "
+                                              r"query's \? placeholders \(or a dict for \$name "
+                                              r"ones\), got (str 'budget'|int 7); pass for "
+                                              r"example params=\[question, namespace\]$"):
+            rms_duck.pack(con, ranking.format("?", "'ns'"), budget=300, store=False,
+                          params=bad)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+    con.close()

@@ -28,7 +28,8 @@ from .transactions import transaction_open
 
 def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
          budget: int, config: PackingConfig | Mapping[str, Any] | str | None = None,
-         store: bool = True, dialect: str = "duckdb", params: Sequence[Any] | None = None,
+         store: bool = True, dialect: str = "duckdb",
+         params: Sequence[Any] | Mapping[str, Any] | None = None,
          namespace: str | None = None, session_id: str | None = None,
          timeout: float | None = None, max_rows: int | None = None) -> MemoryBundle:
     """Rank (or take) candidates, pack them into `budget` tokens, and store the result.
@@ -42,7 +43,8 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
         budget: the context budget in tokens, overhead included.
         config: PackingConfig fields (object, dict or JSON text).
         store: write the bundle and its receipt in one transaction (False skips storing).
-        params: values for the query's ? placeholders.
+        params: values for the query's ? placeholders (a list), or for its $name ones (a
+            dict).
         namespace: the receipt chain to extend (default: the candidates' shared namespace).
         timeout: seconds the ranking query may run before it is interrupted (None: no limit).
         max_rows: most candidate rows the ranking query may return (None: no limit).
@@ -58,7 +60,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     """
     config = parse_config(config)
     _check_limits(timeout, max_rows)
-    _check_params(params)
+    values = _query_params(params)
     query = None
     if isinstance(candidates, str):
         with _connection_lock(con):  # threads may share `con`: it refuses a second caller
@@ -71,7 +73,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
 
         checked = check_query(candidates, dialect, tables=valid_names)
         on_connection = bool(local & set(checked.tables))
-        rows: Sequence[Any] = _rank(con, checked.sql, params, on_connection=on_connection,
+        rows: Sequence[Any] = _rank(con, checked.sql, values, on_connection=on_connection,
                                     timeout=timeout, max_rows=max_rows)
         query = checked.to_dict()
     else:
@@ -210,7 +212,8 @@ def _check_limits(timeout: object, max_rows: object) -> None:
                           f"{max_rows!r}; pass for example max_rows=100_000")
 
 
-def _rank(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None, *,
+def _rank(con: duckdb.DuckDBPyConnection, sql: str,
+          params: list[Any] | dict[str, Any], *,
           on_connection: bool, timeout: float | None, max_rows: int | None) -> list[Row]:
     """The guarded query's rows, the lexical index refreshed first when the query reads it.
     Another thread or connection may add a node between that refresh and the query, which
@@ -234,18 +237,25 @@ def _rank(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None
                 raise
 
 
-def _check_params(params: object) -> None:
-    # list() would split a str into characters and a dict into its keys, which DuckDB then
-    # reports as a count mismatch or as mixed named and positional parameters.
-    if params is not None and (isinstance(params, (str, bytes, Mapping))
-                               or not isinstance(params, Iterable)):
-        raise ConfigError(
-            "params must be a list of values for the query's ? placeholders (or None), got "
-            f"{type(params).__name__} {params!r:.80}; pass them in placeholder order, for "
-            "example params=['When is the cut-over?', 'maya']")
+def _query_params(params: Sequence[Any] | Mapping[str, Any] | None
+                  ) -> list[Any] | dict[str, Any]:
+    """`params` as DuckDB binds them: a dict for $name placeholders, a list for ?. A plain
+    list() bound a dict's keys as the values (params={"q": question} ranked for the word
+    'q') and failed $name queries with "Mixing named and positional parameters", and took
+    a string's letters as the values."""
+    if params is None:
+        return []
+    if isinstance(params, Mapping):
+        return dict(params)
+    if isinstance(params, (str, bytes)) or not isinstance(params, Iterable):
+        raise ConfigError(f"params must be a list of values for the query's ? placeholders "
+                          f"(or a dict for $name ones), got {type(params).__name__} "
+                          f"{params!r:.80}; pass for example params=[question, namespace]")
+    return list(params)
 
 
-def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None,
+def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
+                   params: list[Any] | dict[str, Any] | None,
                    *, on_connection: bool = False, timeout: float | None = None,
                    max_rows: int | None = None) -> list[Row]:
     """Run the guarded query inside a READ ONLY transaction: the engine's own second wall.
@@ -279,7 +289,7 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[An
             if timer is not None:
                 timer.start()
             rows: list[Row] = []
-            for batch in cur.sql(sql, params=list(params or [])).to_arrow_reader(_BATCH_ROWS):
+            for batch in cur.sql(sql, params=params or []).to_arrow_reader(_BATCH_ROWS):
                 rows.extend(intake(batch))  # checked a column at a time, as for tables
                 if max_rows is not None and len(rows) > max_rows:
                     raise QueryLimitError(
