@@ -536,3 +536,22 @@ def test_connect_takes_a_pathlib_path(tmp_path):
     con = rms_duck.connect(tmp_path / "rms.duckdb")
     assert con.execute("SELECT rms_token_count('hello')").fetchall() == [(1,)]
     con.close()
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow", "dict", "str", "None"])
+def test_pack_candidates_given_a_table_or_one_record_says_what_to_pass(kind):
+    """It iterated what it was given: a DataFrame's column names became the records
+    ("candidate #0 must be a record (STRUCT or dict), got 'id'"), and None raised a bare
+    TypeError."""
+    import pandas as pd
+    import polars as pl
+
+    given = {"pandas": lambda: pd.DataFrame([GOOD]), "polars": lambda: pl.DataFrame([GOOD]),
+             "pyarrow": lambda: pa.Table.from_pylist([GOOD]), "dict": lambda: dict(GOOD),
+             "str": lambda: "a", "None": lambda: None}[kind]()
+    with pytest.raises(CandidateError, match=r"^candidates must be an iterable of records "
+                                             r"\(dicts or Candidates\), got \w+; for a "
+                                             r"DataFrame or Arrow table pass "
+                                             r"df.to_dict\('records'\) or table.to_pylist\(\)"):
+        rms_duck.pack_candidates(given, budget=300)
+    assert rms_duck.pack_candidates(iter([GOOD]), budget=300).included

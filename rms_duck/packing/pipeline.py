@@ -17,7 +17,7 @@ from typing import Any
 from ..bundle import MemoryBundle, TraceRow
 from ..candidates import CheckedCandidates, to_candidates
 from ..config import PackingConfig, parse_config
-from ..errors import ConfigError
+from ..errors import CandidateError, ConfigError
 from ..metrics import bundle_metrics
 from ..records import (
     Candidate,
@@ -67,13 +67,30 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
         return _pack(candidates, budget=budget, config=config, counter=counter)
 
 
+def _check_iterable_of_records(candidates: object) -> None:
+    """Iterated as it is, a DataFrame or Arrow table gave its column names (or columns) as
+    the records, a dict its keys and a string its letters: "candidate #0 must be a record
+    ..., got 'id'" hid what to pass, and None raised a bare TypeError."""
+    if candidates is None or isinstance(candidates, (str, bytes, Mapping)) or hasattr(
+            candidates, "__arrow_c_stream__") or hasattr(candidates, "columns"):
+        raise CandidateError(
+            f"candidates must be an iterable of records (dicts or Candidates), got "
+            f"{type(candidates).__name__}; for a DataFrame or Arrow table pass "
+            "df.to_dict('records') or table.to_pylist(), or pack the table itself with "
+            "rms_duck.pack(con, table, budget=..., store=False); for one record, [record]")
+
+
 def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
           config: PackingConfig | Mapping[str, Any] | str | None,
           counter: LineCounter | None) -> MemoryBundle:
     config = parse_config(config)
     budget = _check_budget(budget)
     available = _available(budget, config)
-    rows = candidates if type(candidates) is CheckedCandidates else to_candidates(candidates)
+    if type(candidates) is CheckedCandidates:
+        rows = candidates
+    else:
+        _check_iterable_of_records(candidates)
+        rows = to_candidates(candidates)
     counter = counter or LineCounter(config.encoding)
     if counter.encoding != config.encoding:
         raise ConfigError(
