@@ -267,3 +267,25 @@ def test_rms_store_works_after_the_connection_that_registered_it_is_gone(tmp_pat
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     receipt_id, problems = done.stdout.splitlines()
     assert len(receipt_id) == 36 and problems == "[]"
+
+
+def test_rms_store_stores_only_where_its_result_is_read(con):
+    """docs/integrations.md: DuckDB drops a column nothing reads before the query runs, so a
+    count(*) over rms_store stores nothing, while a view over it stores on every read of
+    receipt_id. Found by an analyst counting the bundles a job stored (it stored none)."""
+    def stored() -> int:
+        return con.execute("SELECT count(*) FROM rms_receipts").fetchall()[0][0]
+
+    per_group = (f"SELECT q, rms_store(list({{'id': id, 'score': score, 'content': content}}),"
+                 f" 300) AS receipt_id FROM ({GROUPS}) GROUP BY q")
+    assert con.execute(f"SELECT count(*) FROM ({per_group})").fetchall() == [(2,)]
+    assert stored() == 0
+    assert con.execute(f"SELECT count(receipt_id) FROM ({per_group})").fetchall() == [(2,)]
+    assert stored() == 2
+    con.execute(f"CREATE TEMP VIEW stored_per_group AS {per_group}")
+    con.execute("SELECT q FROM stored_per_group").fetchall()
+    assert stored() == 2
+    con.execute("SELECT receipt_id FROM stored_per_group").fetchall()
+    con.execute("SELECT receipt_id FROM stored_per_group").fetchall()
+    assert stored() == 6
+    assert con.execute("SELECT * FROM rms_verify_receipts()").fetchall() == []
