@@ -130,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--namespace and --session-id name the receipt chain and session of a "
                           "stored pack; add --db PATH to store it, or leave them out")
     # Everything is checked before the database is opened: a bad line creates no file.
-    rows = read_candidates(utf8_lines(sys.stdin.buffer),
+    binary = getattr(sys.stdin, "buffer", None)  # None: replaced by a text stream (tests)
+    rows = read_candidates(sys.stdin if binary is None else utf8_lines(binary),
                            storing=args.db is not None and not args.no_store)
     config = parse_config(args.config)
     _check_budget(args.budget)
