@@ -9,9 +9,11 @@ import hashlib
 import importlib.util
 import io
 import json
+import re
 import socket
 from pathlib import Path
 
+import duckdb
 import pytest
 import tiktoken
 import tiktoken.load
@@ -345,6 +347,21 @@ def test_unknown_model_is_a_clear_error():
         rms_duck.PackingConfig(model="gpt4o")
     with pytest.raises(ConfigError, match="config field 'model' must name a model"):
         rms_duck.PackingConfig(model=7)
+
+
+def test_a_model_name_given_as_an_encoding_names_its_encoding(con):
+    """'gpt-4o' where an encoding goes said "unknown encoding 'gpt-4o'. Did you mean
+    'gpt2'?", a wrong lead; it now says it is a model name and which encoding it uses."""
+    message = ("'gpt-4o' is a model name, not an encoding: its encoding is 'o200k_base'; "
+               "pass 'o200k_base' (or config field 'model', rms-duck --model)")
+    with pytest.raises(EncodingUnavailableError, match=re.escape(message)):
+        rms_duck.pack_candidates([{"id": "a", "score": 0.5, "content": "x"}], budget=300,
+                                 config={"encoding": "gpt-4o"})
+    for call in ("rms_token_count('x', 'gpt-4o')", "rms_token_estimate('x', 'gpt-4o')"):
+        with pytest.raises(duckdb.Error, match=re.escape(message)):
+            con.execute(f"SELECT {call}").fetchall()
+    with pytest.raises(EncodingUnavailableError, match="unknown encoding 'tekken'"):
+        encodings.get_encoding("tekken")
 
 
 def test_model_in_sql_config(con):

@@ -22,7 +22,7 @@ from ..packing.repack import (
     parse_receipt,
     repack,
 )
-from ..tokens.encodings import get_encoding, known_encodings
+from ..tokens.encodings import get_encoding, known_encodings, model_name_hint
 from ..tokens.estimate import estimate_tokens
 from .candidatetype import check_candidate_type, has_float_whole_field
 from .stemming import stem_words
@@ -90,6 +90,8 @@ def _estimate_spec(spec: str | None) -> tuple[float | None, str | None]:
     if _NUMBER.fullmatch(spec):  # plain decimal text only: float() also reads '4_0' and ' 4 '
         return float(spec), None
     known = known_encodings()
+    if spec not in known and model_name_hint(spec) is not None:
+        raise ConfigError(f"rms_token_estimate: {model_name_hint(spec)}")
     if spec not in known:
         raise ConfigError(
             f"rms_token_estimate's second argument must be characters per token (a number) or "

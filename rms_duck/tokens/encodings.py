@@ -214,12 +214,28 @@ def _openai_spec_or_raise(name: str) -> OpenAISpec:
         raise EncodingUnavailableError(
             f"encoding {name!r} is not built from hash-pinned files tiktoken names, so it cannot "
             f"be verified offline; use {DEFAULT_ENCODING!r} or 'cl100k_base'")
+    model_hint = model_name_hint(name)
+    if model_hint is not None:
+        raise EncodingUnavailableError(model_hint)
     known = known_encodings()
     raise EncodingUnavailableError(
         f"unknown encoding {name!r}.{did_you_mean(name, known)} Known encodings: "
         f"{', '.join(known)}; for a Hugging Face tokenizer.json call "
         "rms_duck.register_tokenizer_file(name, path, sha256=...) first (rms-duck commands: "
         "--tokenizer-file NAME PATH SHA256)")
+
+
+def model_name_hint(name: str) -> str | None:
+    """When `name`, given as an encoding, is a model name tiktoken maps: the message saying
+    so and which encoding to pass (a near miss was "Did you mean 'gpt2'?" for 'gpt-4o')."""
+    from .models import encoding_for_model
+
+    try:
+        encoding = encoding_for_model(name)
+    except ConfigError:
+        return None
+    return (f"{name!r} is a model name, not an encoding: its encoding is {encoding!r}; pass "
+            f"{encoding!r} (or config field 'model', rms-duck --model)")
 
 
 def _unavailable_message(spec: OpenAISpec, searches: list[rankfiles.Search]) -> str:
