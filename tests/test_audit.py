@@ -425,3 +425,17 @@ def test_docs_list_every_problem_code_with_its_meaning():
     page = (Path(__file__).parent.parent / "docs" / "audits.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([A-Z_]+)` \| (.+) \|$", page, re.M)
     assert rows == list(PROBLEMS.items())
+
+
+def test_the_summary_does_not_call_bundles_stored_from_sql_arrow_input(tmp_path, capsys):
+    """rms_store's bundles (from a nightly SQL job) were listed as "(no query: Arrow
+    input)", which sent an auditor looking for a DataFrame that never existed."""
+    db = str(tmp_path / "job.duckdb")
+    con = rms_duck.connect(db)
+    con.execute("SELECT rms_store([{'id': 'a', 'score': 0.5, 'content': 'x'}], 300) AS r"
+                ).fetchall()
+    con.close()
+    assert main(["audit", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "(no ranking query: candidates passed in)  1 bundle(s)" in out
+    assert "Arrow" not in out

@@ -191,7 +191,8 @@ def _session_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def _shape(q: dict[str, Any]) -> str:
     if q["fingerprint"] is None:
-        return f"(no query: Arrow input)  {q['bundles']} bundle(s)"
+        # Not only Arrow: rms_store from SQL, `rms-duck pack` and pack_candidates rows too
+        return f"(no ranking query: candidates passed in)  {q['bundles']} bundle(s)"
     sql = q["first_sql"] or ""
     sql = sql if len(sql) <= 60 else sql[:57] + "..."
     return f"{q['fingerprint'][:12]}  {q['bundles']} bundle(s)  {sql}"
