@@ -213,6 +213,21 @@ def test_a_database_another_process_holds_is_a_clear_error(tmp_path, capsys):
     rms_duck.connect(str(path)).close()  # free again once the holder has gone
 
 
+def test_a_missing_file_opened_read_only_is_not_told_to_use_a_new_file(tmp_path):
+    """Read-only said "pass the path of a DuckDB file, or of a new file in a folder that
+    exists ...", but read-only opens no new file (rms-duck serve --read-only, audits)."""
+    from rms_duck.errors import DatabaseOpenError
+
+    missing = str(tmp_path / "missing.duckdb")
+    with pytest.raises(DatabaseOpenError) as raised:
+        rms_duck.connect(missing, read_only=True)
+    assert str(raised.value).endswith(
+        "; pass the path of an existing DuckDB file (read-only opens no new one: create it "
+        "first with rms_duck.connect(path))")
+    with pytest.raises(DatabaseOpenError, match="or of a new file in a folder that exists"):
+        rms_duck.connect(str(tmp_path / "no-such-folder" / "x.duckdb"))
+
+
 @pytest.mark.parametrize("budget", [1, 50, 100])
 def test_a_budget_within_the_overhead_packs_nothing(budget):
     # docs/packing.md: tokens_used <= max(0, budget - overhead_tokens); available may be < 0.

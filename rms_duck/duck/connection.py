@@ -44,9 +44,12 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
             raise DatabaseInUseError(
                 f"cannot open database {database!r}: {first}; close that process's "
                 "connection first, or open a copy of the file") from None
-        raise DatabaseOpenError(
-            f"cannot open database {database!r}: {first}; pass the path of a DuckDB file, or "
-            "of a new file in a folder that exists and that you may write to") from None
+        # Read-only cannot create a file: "or of a new file" sent the reader to make one.
+        fix = ("pass the path of an existing DuckDB file (read-only opens no new one: create "
+               "it first with rms_duck.connect(path))" if read_only else
+               "pass the path of a DuckDB file, or of a new file in a folder that exists and "
+               "that you may write to")
+        raise DatabaseOpenError(f"cannot open database {database!r}: {first}; {fix}") from None
     if read_only and not _has_schema(con):
         con.close()
         raise DatabaseOpenError(
