@@ -132,10 +132,23 @@ COMMENT ON MACRO rms_bm25_part IS 'rms_bm25_part(tf, n_terms, df, n_docs, avgdl,
 -- gave scores that differed in the last bit from run to run on a large store. Summed in
 -- value order, a group gives the same bits on every run and in every plan.
 
+-- rms_bm25_k1: k1 as DOUBLE, or an error naming fn when k1 is not a finite number >= 0 or b
+-- is not in [0, 1] (they gave negative, NaN, NULL or infinite scores without a word)
+CREATE OR REPLACE MACRO rms_bm25_k1(k1, b, fn) AS
+    CASE WHEN isfinite(TRY_CAST(k1 AS DOUBLE)) AND TRY_CAST(k1 AS DOUBLE) >= 0
+              AND TRY_CAST(b AS DOUBLE) BETWEEN 0 AND 1
+         THEN CAST(k1 AS DOUBLE)
+         ELSE error(fn || ': k1 must be a finite number >= 0 and b a number in [0, 1], got k1 '
+                    || coalesce(CAST(k1 AS VARCHAR), 'NULL') || ', b '
+                    || coalesce(CAST(b AS VARCHAR), 'NULL')
+                    || '; pass for example k1 := 1.2, b := 0.75') END;
+COMMENT ON MACRO rms_bm25_k1 IS 'rms_bm25_k1(k1, b, fn): k1 as DOUBLE; an error naming fn when k1 is not a finite number >= 0 or b is not in [0, 1]';
+
 -- rms_bm25_terms: Okapi BM25 for a weighted list of index terms (stems), each part scaled
 -- by its term's weight; rms_bm25 and the feedback expansion both use it
 CREATE OR REPLACE MACRO rms_bm25_terms(terms, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
-    WITH params AS MATERIALIZED (SELECT CAST(k1 AS DOUBLE) AS k1, CAST(b AS DOUBLE) AS b),
+    WITH params AS MATERIALIZED (SELECT rms_bm25_k1(k1, b, 'rms_bm25_terms') AS k1,
+                                        CAST(b AS DOUBLE) AS b),
     q AS MATERIALIZED (
         SELECT t.term AS term, max(t.weight) AS weight
         FROM (SELECT unnest(CAST(terms AS STRUCT(term VARCHAR, weight DOUBLE)[])) AS t)
@@ -166,7 +179,8 @@ COMMENT ON MACRO TABLE rms_bm25_terms IS 'rms_bm25_terms(terms STRUCT(term, weig
 -- sum as rms_bm25_terms with every weight 1; a macro of its own because DuckDB refuses a
 -- table macro nested in its own argument, which feedback would otherwise need)
 CREATE OR REPLACE MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75) AS TABLE
-    WITH params AS MATERIALIZED (SELECT CAST(k1 AS DOUBLE) AS k1, CAST(b AS DOUBLE) AS b),
+    WITH params AS MATERIALIZED (SELECT rms_bm25_k1(k1, b, 'rms_bm25') AS k1,
+                                        CAST(b AS DOUBLE) AS b),
     q AS MATERIALIZED (SELECT term FROM rms_query_terms(query)),
     docs AS MATERIALIZED (
         SELECT d.node_id, d.n_terms

@@ -135,3 +135,21 @@ def test_good_arguments_still_rank(ranked):
         "weights := {'lexical': 0.6, 'ngram': 0.2, 'vector': 0.1, 'salience': 0.1}, "
         "cues := {'speaker': 0, 'neighbours': 0})").fetchall()
     assert rows == [(NODES[0][0],)]
+
+
+@pytest.mark.parametrize("call", [
+    "rms_bm25('budget', k1 := -1.2)", "rms_bm25('budget', b := 2)",
+    "rms_bm25('budget', k1 := NULL)", "rms_bm25('budget', k1 := 'nan'::DOUBLE)",
+    "rms_bm25('zzzz', b := -1)",  # checked when nothing matches too
+    "rms_bm25_terms([{'term': 'budget', 'weight': 1.0}], b := 3)",
+])
+def test_bm25_parameters_out_of_range_are_an_error_naming_them(ranked, call):
+    """k1 := -1.2 gave negative scores, k1 := 'nan' NaN and k1 := NULL NULL, all without a
+    word; b outside [0, 1] too. The analyst's own BM25 ranking read them as scores."""
+    function = call.split("(")[0]
+    with pytest.raises(duckdb.Error, match=rf"{function}: k1 must be a finite number >= 0 and "
+                                           r"b a number in \[0, 1\], got k1 .*; pass for "
+                                           r"example k1 := 1.2, b := 0.75"):
+        ranked.execute(f"SELECT * FROM {call}").fetchall()
+    assert ranked.execute("SELECT count(*) FROM rms_bm25('budget', k1 := 0, b := 1)"
+                          ).fetchall() == [(2,)]
