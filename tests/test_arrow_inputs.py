@@ -244,6 +244,23 @@ def test_a_required_field_in_the_pandas_index_is_named_as_the_index(mcon, index)
     assert rms_duck.pack(mcon, frame.reset_index(), budget=300, store=False).included
 
 
+@pytest.mark.parametrize("repeated", ["content", "q"])
+def test_a_pandas_column_name_given_twice_is_named_with_the_fix(repeated):
+    """pandas allows two columns named content; Arrow refused them and the error advised
+    df['content'].astype(str), which changes nothing. A repeated name no field reads is
+    still left out, as before."""
+    from rms_duck.errors import CandidateError
+
+    frame = pd.DataFrame(ROWS).assign(q=1, other=2)
+    frame = pd.concat([frame, frame[[repeated]], frame[["other"]]], axis=1)
+    with pytest.raises(CandidateError, match=rf"^the DataFrame has more than one column named "
+                                             rf"'{repeated}' \(columns given: .*\); keep one: "
+                                             r"df = df.loc\[:, ~df.columns.duplicated\(\)\]"):
+        rms_duck.pack_batches(frame, by="q", budget=300)
+    fine = frame.loc[:, ~frame.columns.duplicated() | (frame.columns == "other")]
+    assert rms_duck.pack_batches(fine, by="q", budget=300).num_rows == 1
+
+
 def test_a_group_key_in_the_pandas_index_is_named_as_the_index():
     """pack_batches(df.set_index("q"), by="q") said "group key column 'q' is not in the
     table (columns: id, score, content)"."""

@@ -368,6 +368,7 @@ def _any_table(table: Any, candidates: Sequence[str] | None) -> pa.Table:
     pandas = sys.modules.get("pandas")
     if candidates is not None and pandas is not None and isinstance(table, pandas.DataFrame):
         _check_index_feeds_no_field(table, candidates)
+        _check_no_repeated_field_column(table, candidates)
     try:
         if pandas is not None and isinstance(table, pandas.DataFrame):
             try:
@@ -409,6 +410,22 @@ def _check_index_feeds_no_field(frame: Any, keys: Sequence[str]) -> None:
             raise CandidateError(
                 f"the DataFrame's {field or name!r} is its index ({name!r}), and a pandas "
                 "index is never read as a column; make it a column first: df.reset_index()")
+
+
+def _check_no_repeated_field_column(frame: Any, keys: Sequence[str]) -> None:
+    """pandas allows two columns of one name; Arrow refuses them, and the message for an
+    unconvertible column ("its values must share one type ... astype(str)") was the wrong
+    fix. A repeated name that feeds no candidate field or key is left out later, as before."""
+    seen: set[str] = set()
+    for name in frame.columns:
+        used = isinstance(name, str) and (candidate_field(name) is not None or name in keys)
+        if used and name in seen:
+            given = ", ".join(repr(c) for c in list(frame.columns)[:20])
+            raise CandidateError(
+                f"the DataFrame has more than one column named {name!r} (columns given: "
+                f"{given}); keep one: df = df.loc[:, ~df.columns.duplicated()], or rename "
+                "the other")
+        seen.add(name)
 
 
 def _check_columns(data: pa.Table, keys: Sequence[str]) -> None:
