@@ -343,19 +343,30 @@ CREATE OR REPLACE MACRO rms_named_speakers(query, namespace := NULL) AS TABLE
       AND list_has_all(rms_split_terms(query), rms_split_terms(speaker));
 COMMENT ON MACRO TABLE rms_named_speakers IS 'rms_named_speakers(query, namespace := NULL): speaker, each speaker the query names';
 
--- rms_month_window: the month a query names ("in March 2024", "in May"), or NULL
+-- rms_month_window: the month a query names ("in March 2024", "in May"), or NULL. "may" is
+-- the month only after a preposition or before a year or day: "May I ask ..." named May,
+-- and the TIME cue lifted every node dated in May for a question about no time at all.
 CREATE OR REPLACE MACRO rms_month_window(query) AS (
     WITH m AS MATERIALIZED (
         SELECT regexp_extract(lower(query),
-            '\b(january|february|march|april|may|june|july|august|september|october|november|december)\b(?:,?\s+(\d{4}))?',
-            ['month', 'year']) AS g
+            '\b(?:(january|february|march|april|june|july|august|september|october|november|december)'
+            || '|(?:in|on|of|since|until|till|during|by|last|next|this|early|mid|late|before'
+            || '|after|from|to|through|around|throughout|and|or)\s+(may)'
+            || '|(may),?\s+(\d{4})|(may)\s+\d{1,2}(?:st|nd|rd|th)?)\b(?:,?\s+(\d{4}))?',
+            ['month', 'after_word', 'before_year', 'its_year', 'before_day', 'year']) AS g
+    ),
+    named AS MATERIALIZED (
+        SELECT coalesce(nullif(g.month, ''), nullif(g.after_word, ''),
+                        nullif(g.before_year, ''), nullif(g.before_day, '')) AS month,
+               coalesce(nullif(g.year, ''), nullif(g.its_year, '')) AS year
+        FROM m
     )
-    SELECT CASE WHEN g.month = '' THEN NULL
+    SELECT CASE WHEN month IS NULL THEN NULL
                 ELSE {'month': list_position(['january', 'february', 'march', 'april', 'may',
                                               'june', 'july', 'august', 'september',
-                                              'october', 'november', 'december'], g.month),
-                      'year': TRY_CAST(nullif(g.year, '') AS INTEGER)} END
-    FROM m
+                                              'october', 'november', 'december'], month),
+                      'year': TRY_CAST(year AS INTEGER)} END
+    FROM named
 );
 COMMENT ON MACRO rms_month_window IS 'rms_month_window(query): STRUCT(month, year) the query names (year NULL when absent), else NULL';
 

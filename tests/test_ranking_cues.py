@@ -157,6 +157,21 @@ def test_month_window_is_a_path(chat):
     assert {k for k, paths in rows.items() if "TIME" in paths} == {nid(6), nid(7)}
 
 
+@pytest.mark.parametrize("question, month", [
+    ("May I ask what Ben bought?", None), ("It may rain in may", 5), ("May 2024 plans?", 5),
+    ("What did Ana do on May 20?", 5), ("May 20, 2024", 5), ("last may", 5),
+])
+def test_the_word_may_is_a_month_only_beside_a_preposition_a_year_or_a_day(chat, question,
+                                                                         month):
+    """"May I ask what Ben bought?" named May: the TIME cue then lifted every node dated in
+    May (here the bicycle and the paw) for a question about no time."""
+    [(window,)] = chat.sql("SELECT rms_month_window(?)", params=[question]).fetchall()
+    assert (window and window["month"]) == month
+    rows = chat.sql("SELECT paths FROM rms_candidate_scores(?, 'ns', 50, ngram_min := 1.0, "
+                    "cues := ?)", params=[question, {**OFF, "time": 0.5}]).fetchall()
+    assert any("TIME" in paths for (paths,) in rows) == (month is not None)
+
+
 @pytest.mark.slow
 def test_path_count_counts_independent_retrievers_only(chat):
     # The packer takes path_count >= 2 first, and the score already fuses every signal. So
