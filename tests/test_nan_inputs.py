@@ -176,8 +176,8 @@ def test_sql_whole_values_checked_first_keep_the_python_order_and_rounding(con):
                     "'type': 'facts', 'path_count': 'nan'::DOUBLE}], 300)").fetchall()
     # A GROUP BY names the list holding it.
     with pytest.raises(duckdb.Error, match=r"candidate #1 \(id 'n4'\): field 'path_count' .* "
-                                           r"\(in the candidate list whose first candidate "
-                                           r"has id 'n1'\)"):
+                                           r"\(in the candidate list whose smallest id is "
+                                           r"'n1'\)"):
         con.execute("SELECT pack_context(list({'id': 'n' || x, 'score': 0.5, 'content': 'x', "
                     "'path_count': CASE WHEN x = 4 THEN 'nan'::DOUBLE ELSE 1 END} ORDER BY x), "
                     "300) FROM range(6) t(x) GROUP BY x % 3").fetchall()

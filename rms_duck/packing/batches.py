@@ -214,21 +214,24 @@ if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
 
 def in_group(exc: RmsError, rows: Sequence[Any] | None) -> RmsError:
     """`exc` saying which candidate list it came from. A GROUP BY gives a list no name of its
-    own, so the list is named by its first candidate's id (or as NULL or empty)."""
+    own, so the list is named by its smallest id (or as NULL or empty). Not by its first:
+    list() keeps the order the threads produced, so one query failed naming 'id1' on one
+    run and 'id122881' on the next."""
     if rows is None:
         where = "a NULL candidate list"
     elif not rows:
         where = "an empty candidate list"
-    elif rows[0] is None:
-        where = f"a candidate list of {len(rows)} whose first candidate is NULL"
     else:
-        first = rows[0]
-        first_id = first.id if isinstance(first, Candidate) else (
-            first.get("id") if isinstance(first, dict) else None)
-        where = (f"the candidate list whose first candidate has id {str(first_id)!r}"
-                 if first_id is not None else
-                 f"a candidate list of {len(rows)} whose first candidate has no id")
+        ids = [str(i) for i in map(_row_id, rows) if i is not None]
+        where = (f"the candidate list whose smallest id is {min(ids)!r}" if ids else
+                 f"a candidate list of {len(rows)} whose candidates have no id")
     return type(exc)(f"{exc} (in {where})")
+
+
+def _row_id(row: Any) -> Any:
+    """A candidate row's id: a Candidate's, a dict's 'id', or None (a NULL row)."""
+    return row.id if isinstance(row, Candidate) else (
+        row.get("id") if isinstance(row, dict) else None)
 
 
 def candidate_rows(candidates: pa.ChunkedArray) -> list[list[Row] | None]:
