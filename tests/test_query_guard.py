@@ -306,3 +306,18 @@ def test_params_bind_as_duckdb_binds_them_a_dict_by_name():
                           params=bad)
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
     con.close()
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM read_parquet('notes.parquet')",
+                                 "SELECT * FROM 'notes.parquet'",
+                                 "SELECT * FROM read_csv_auto('notes.csv')"])
+def test_a_ranking_query_over_a_file_is_refused_with_a_way_to_rank_the_file(sql):
+    """An analyst's candidates in a Parquet file were refused with only "pass one read-only
+    SELECT over your tables"; the refusal stays, and now says how to rank those rows."""
+    with pytest.raises(QueryRejectedError) as info:
+        check_query(sql, "duckdb")
+    assert FIX in str(info.value)
+    assert str(info.value).endswith(
+        "; to rank a file's rows, pass them as a table: rms_duck.pack(con, "
+        "con.read_parquet(path), budget=...) (or read_csv), or load them into a table of "
+        "your own first")

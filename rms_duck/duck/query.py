@@ -287,7 +287,7 @@ def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
         _check_table_function(this, sql)
         return
     if not isinstance(this, exp.Identifier):
-        raise _reject(f"a file, stage or URL in FROM ({node.sql()})", sql)
+        raise _reject(f"a file, stage or URL in FROM ({node.sql()})", sql, _FILE_FIX)
     parts = [part.name for part in node.parts]
     dotted = ".".join(parts)
     if (any(part.lower() in _SYSTEM_SCHEMAS for part in parts[:-1])
@@ -296,7 +296,7 @@ def _check_table(node: exp.Table, sql: str, tables: frozenset[str] | None,
                       "paths and other queries)", sql)
     # DuckDB joins the parts with dots to find a file: "data".csv reads data.csv.
     if any(_PATH_CHARS.search(part) for part in parts) or _FILE_SUFFIX.search(dotted):
-        raise _reject(f"a file or URL in FROM ({node.sql()})", sql)
+        raise _reject(f"a file or URL in FROM ({node.sql()})", sql, _FILE_FIX)
     if tables is not None and dotted.translate(ASCII_LOWER) not in tables and not (
             len(parts) == 1 and dotted.translate(ASCII_LOWER) in in_scope(node)):
         raise QueryRejectedError(
@@ -311,7 +311,8 @@ def _check_table_function(func: exp.Func, sql: str) -> None:
     name = _func_name(func)
     if name.lower() not in _TABLE_FUNCTIONS and not name.lower().startswith("rms_"):
         raise _reject(f"the table function {name} (allowed in FROM: "
-                      f"{', '.join(sorted(_TABLE_FUNCTIONS))} and rms_* macros)", sql)
+                      f"{', '.join(sorted(_TABLE_FUNCTIONS))} and rms_* macros)", sql,
+                      _FILE_FIX if name.lower().startswith("read_") else "")
 
 
 def _func_name(node: exp.Func) -> str:
@@ -338,8 +339,14 @@ def _show(sql: str) -> str:
     return repr(sql if len(sql) <= 120 else sql[:117] + "...")
 
 
-def _reject(what: str, sql: str) -> QueryRejectedError:
+def _reject(what: str, sql: str, fix: str = "") -> QueryRejectedError:
     return QueryRejectedError(
         f"ranking query rejected: {what} is not allowed in {_show(sql)}; "
         "pass one read-only SELECT over your tables (no DDL, DML, files, URLs or settings)"
-    )
+        + fix)
+
+
+# An analyst's candidates often sit in a Parquet or CSV file: say how to rank them anyway.
+_FILE_FIX = ("; to rank a file's rows, pass them as a table: rms_duck.pack(con, "
+             "con.read_parquet(path), budget=...) (or read_csv), or load them into a table "
+             "of your own first")
