@@ -137,3 +137,24 @@ def test_rms_duck_never_runs_a_macro_body_stored_in_the_file(db):
         assert "CONTEXT_MISMATCH" in problems
     finally:
         con.close()
+
+
+@pytest.mark.slow
+def test_a_plain_client_stems_only_words_the_index_has_seen(db):
+    """docs/integrations.md: plain DuckDB stems query words through rms_lexical_stems, so a
+    form the index never saw stays as it is and ranks otherwise than on rms_duck's side."""
+    path, _ = db
+    terms = "SELECT list(term ORDER BY term) FROM rms_query_terms('moving lasagnes')"
+    con = rms_duck.connect(path)
+    try:
+        assert con.execute(terms).fetchall() == [(["lasagn", "move"],)]
+        assert con.execute("SELECT count(*) FROM rms_candidates('lasagnes')").fetchall() == [
+            (1,)]
+    finally:
+        con.close()
+    plain = duckdb.connect(path)
+    try:
+        assert plain.execute(terms).fetchall() == [(["lasagnes", "moving"],)]
+        assert plain.execute("SELECT count(*) FROM rms_bm25('lasagnes')").fetchall() == [(0,)]
+    finally:
+        plain.close()
