@@ -512,3 +512,14 @@ def test_guidance_never_changes_what_is_packed(enc, mode):
             omitted += 1
             assert "GUIDANCE_OMITTED" in on.flags
     assert shown and omitted
+
+
+def test_path_names_match_exactly_as_packing_md_says():
+    """docs/packing.md: only the upper-case EPISODE_CONTEXT makes tier 2, and a path given
+    in two cases counts twice (an analyst's ['episode_context'] stayed in tier 4)."""
+    def tier(paths: list[str]) -> int:
+        return int(rms_duck.pack_candidates([{"id": "a", "score": 0.5, "content": "x",
+                                              "paths": paths}], budget=300).included[0].tier)
+
+    assert tier(["EPISODE_CONTEXT"]) == 2 and tier(["episode_context"]) == 4
+    assert tier(["LEXICAL", "lexical"]) == 3 and tier(["LEXICAL", "LEXICAL"]) == 4
