@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+import rms_duck
 from rms_duck.cli import main
 from rms_duck.duck.ranking import (
     RankingCues,
@@ -318,3 +319,30 @@ def test_month_window_reads_event_time_in_utc_whatever_the_session_zone(con, zon
     assert in_march() == {nid(1)}
     con.execute(f"SET TimeZone = '{zone}'")
     assert in_march() == {nid(1)}
+
+
+@pytest.mark.parametrize("call", ["refresh", "language"])
+def test_refreshing_a_read_only_store_says_what_to_do(tmp_path, call):
+    """rms_candidates' stale-index error says to run refresh_index(con); on a read-only
+    connection that raised DuckDB's "Cannot execute statement of type DELETE ... read-only
+    mode", naming neither the call nor a way out."""
+    from rms_duck.errors import DatabaseOpenError
+
+    path = str(tmp_path / "store.duckdb")
+    writable = rms_duck.connect(path)
+    add(writable, 1, "The Heron cut-over moved to Friday")
+    writable.close()
+    con = rms_duck.connect(path, read_only=True)
+    try:
+        with pytest.raises(DatabaseOpenError, match=r"^cannot (refresh the lexical index|change "
+                                                    r"the index language): the database is "
+                                                    r"open read-only; open it writable with "
+                                                    r"rms_duck.connect\(path\)"):
+            if call == "refresh":
+                refresh_index(con)
+            else:
+                set_index_language(con, "none", stopwords=[])
+        assert con.execute("SELECT count(*) FROM rms_candidates('heron', stale_ok := true)"
+                           ).fetchall() == [(0,)]
+    finally:
+        con.close()

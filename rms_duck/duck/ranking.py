@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from ..errors import ConfigError, did_you_mean
+from ..errors import ConfigError, DatabaseOpenError, did_you_mean
 from .sqlfiles import read_sql
 from .stemming import check_language, stopwords_for
 from .transactions import transaction_open
@@ -200,8 +200,9 @@ def _refresh(con: Any, *, full: bool) -> IndexRefresh:
         con.execute("DROP TABLE rms_refresh_stale; DROP TABLE rms_refresh_new; "
                     "DROP TABLE rms_refresh_words; DROP TABLE rms_refresh_stems")
         con.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
         con.execute("ROLLBACK")
+        _refuse_read_only(exc, "refresh the lexical index")
         raise
     return IndexRefresh(indexed=int(indexed), dropped=int(dropped))
 
@@ -216,6 +217,17 @@ def _begin(con: Any) -> None:
             "refreshes a stale one before a ranking query reads it), and this connection has "
             "a transaction open; COMMIT or ROLLBACK it first")
     con.execute("BEGIN TRANSACTION")
+
+
+def _refuse_read_only(exc: BaseException, what: str) -> None:
+    """DuckDB's own "Cannot execute statement of type DELETE ... in read-only mode" named
+    neither the call nor a way out, though rms_candidates' stale-index error sends the
+    reader here."""
+    if isinstance(exc, duckdb.InvalidInputException) and "read-only" in str(exc):
+        raise DatabaseOpenError(
+            f"cannot {what}: the database is open read-only; open it writable with "
+            "rms_duck.connect(path) to do so, or rank on the index as it is with "
+            "rms_candidates(..., stale_ok := true)") from None
 
 
 def set_index_language(con: Any, language: str, *,
@@ -242,8 +254,9 @@ def set_index_language(con: Any, language: str, *,
         if words:
             con.execute("INSERT INTO rms_stopwords SELECT unnest(?::VARCHAR[])", [words])
         con.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
         con.execute("ROLLBACK")
+        _refuse_read_only(exc, "change the index language")
         raise
     return refresh_index(con, full=True)
 
