@@ -86,6 +86,7 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
     config = parse_config(config)
     budget = _check_budget(budget)
     available = _available(budget, config)
+    rows: list[Candidate]
     if type(candidates) is CheckedCandidates:
         rows = candidates
     else:
