@@ -37,24 +37,20 @@ ROWS = [{"id": f"n{i}", "score": 1 - i / 50, "content": f"Memory number {i} abou
         for i in range(40)]
 
 
-@pytest.mark.parametrize("name", ["reader@5", "plain_test@6"])
-def test_a_name_with_an_at_sign_is_refused(name):
-    # get_format asks FORMATS first: a format registered as 'reader@5' replayed version 5
-    # receipts in place of the frozen reader, with other bytes.
-    fmt = PlainFormat()
-    fmt.name = name
-    with pytest.raises(ConfigError, match="has an '@', which marks the frozen formats"):
-        register_format(fmt)
-    assert name not in FORMATS
+# '@': get_format asks FORMATS first, so a format registered as 'reader@5' replayed
+# version 5 receipts in place of the frozen reader, with other bytes. No name: BaseFormat's
+# name is '', so a subclass that forgot to set one was registered under it (and None raised
+# TypeError once names were checked for '@').
+_AT = "has an '@', which marks the frozen formats"
+_NO_NAME = "a context format needs a name"
 
 
-@pytest.mark.parametrize("name", ["", " ", None])
-def test_a_format_without_a_name_is_refused(name):
-    # BaseFormat's name is '': a subclass that forgot to set one was registered under it
-    # (and None raised TypeError once names were checked for '@').
+@pytest.mark.parametrize(("name", "message"), [
+    ("reader@5", _AT), ("plain_test@6", _AT), ("", _NO_NAME), (" ", _NO_NAME), (None, _NO_NAME)])
+def test_a_format_name_that_cannot_be_registered_is_refused(name, message):
     fmt = PlainFormat()
     fmt.name = name
-    with pytest.raises(ConfigError, match="a context format needs a name"):
+    with pytest.raises(ConfigError, match=message):
         register_format(fmt)
     assert name not in FORMATS
 
