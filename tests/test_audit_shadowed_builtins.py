@@ -95,3 +95,42 @@ def test_a_macro_hiding_the_catalog_cannot_hide_a_shadowing_macro(tmp_path):
     assert {(p.problem, p.object_name) for p in rms_duck.verify_receipts(con)} == {
         ("STORED_OBJECT_SHADOWS", "sha256"), ("STORED_OBJECT_SHADOWS", "duckdb_functions")}
     con.close()
+
+
+def test_a_writable_connect_warns_of_a_stored_macro_shadowing_a_builtin(tmp_path):
+    """The read-only connect reported it; the writable one said nothing, and ranking
+    queries then ran through the stored `lower`."""
+    import warnings
+
+    path = str(tmp_path / "shadow.duckdb")
+    con = rms_duck.connect(path)
+    con.execute("CREATE MACRO lower(x) AS upper(x)")
+    con.close()
+    with pytest.warns(rms_duck.errors.RmsWarning,
+                      match=r"stored objects shadow DuckDB built-ins: lower; .*"
+                            r"drop them \(DROP MACRO lower\)"):
+        con = rms_duck.connect(path)
+    con.execute("DROP MACRO lower")
+    con.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rms_duck.connect(path).close()
+
+
+def test_a_stored_lower_macro_does_not_pass_the_file_off_as_new(tmp_path):
+    """connect() asked `lower(table_name) LIKE 'rms_%'` whether the file held rms_duck's
+    tables; a stored `lower` returning upper case made it answer no, so a writable connect
+    skipped comparing the stored views with the shipped ones and left a replaced view in
+    place, without a word."""
+    path = str(tmp_path / "lower.duckdb")
+    con = rms_duck.connect(path)
+    con.execute("CREATE MACRO lower(x) AS upper(x)")
+    con.execute("CREATE OR REPLACE VIEW rms_session_metrics AS SELECT 1 AS x")
+    con.close()
+    with pytest.warns(rms_duck.errors.RmsWarning) as caught:
+        con = rms_duck.connect(path)
+    messages = " | ".join(str(w.message) for w in caught)
+    assert "restored the shipped definitions of rms_session_metrics" in messages
+    assert "stored objects shadow DuckDB built-ins: lower" in messages
+    assert "session_id" in {row[0] for row in con.execute(
+        "DESCRIBE rms_session_metrics").fetchall()}

@@ -144,9 +144,10 @@ def known_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) ->
     cur = con.cursor()  # never the shared connection: another thread may be using it
     try:
         rows = cur.execute(
-            "SELECT database_name, schema_name, table_name, current_database() FROM "
-            "duckdb_tables() WHERE NOT internal UNION ALL SELECT database_name, schema_name, "
-            "view_name, current_database() FROM duckdb_views() WHERE NOT internal").fetchall()
+            "SELECT database_name, schema_name, table_name, system.main.current_database() "
+            "FROM system.main.duckdb_tables() WHERE NOT internal UNION ALL SELECT "
+            "database_name, schema_name, view_name, system.main.current_database() "
+            "FROM system.main.duckdb_views() WHERE NOT internal").fetchall()
     finally:
         cur.close()
     names: set[str] = set()
@@ -183,10 +184,11 @@ def connection_local_tables(con: duckdb.DuckDBPyConnection) -> tuple[set[str], s
     objects only this connection sees, so a query reading one must run on it, not a cursor.
     Also the database the connection's bare names resolve in (it follows USE)."""
     rows = con.execute(
-        "SELECT schema_name, table_name, current_database() FROM duckdb_tables() "
-        "WHERE database_name = 'temp' UNION ALL SELECT schema_name, view_name, "
-        "current_database() FROM duckdb_views() WHERE database_name = 'temp' AND NOT internal "
-        "UNION ALL SELECT NULL, NULL, current_database()").fetchall()
+        "SELECT schema_name, table_name, system.main.current_database() "
+        "FROM system.main.duckdb_tables() WHERE database_name = 'temp' "
+        "UNION ALL SELECT schema_name, view_name, system.main.current_database() "
+        "FROM system.main.duckdb_views() WHERE database_name = 'temp' AND NOT internal "
+        "UNION ALL SELECT NULL, NULL, system.main.current_database()").fetchall()
     names: set[str] = set()
     for schema, name, _ in rows:
         if schema is None or "." in schema or "." in name:

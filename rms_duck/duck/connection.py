@@ -18,7 +18,14 @@ from ..errors import (
 from ..escape import sql_identifier
 from .cursors import cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
-from .shipped import fingerprints, object_problems, restore_objects, upgrade_views
+from .shipped import (
+    drop_statement,
+    fingerprints,
+    object_problems,
+    restore_objects,
+    shadowing_objects,
+    upgrade_views,
+)
 from .sqlfiles import read_sql
 from .sqlstore import STORE_PARAMETERS, rms_store_udf
 from .udfs import UDFS
@@ -83,7 +90,7 @@ def _database_path(database: object) -> str:
 
 
 def _has_schema(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = "
+    return bool(con.execute("SELECT 1 FROM system.main.duckdb_tables() WHERE table_name = "
                             "'rms_schema_version' AND schema_name = 'main'").fetchall())
 
 
@@ -114,8 +121,9 @@ def _register(con: duckdb.DuckDBPyConnection, *, replace: bool,
         # Only Python UDFs count (they live in the system catalog): a macro stored in the
         # file under a UDF's name must not stop the real UDF from being registered.
         present = {row[0] for row in con.execute(
-            "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'rms_%' "
-            "AND database_name = 'system' AND function_type = 'scalar'").fetchall()}
+            "SELECT function_name FROM system.main.duckdb_functions() "
+            "WHERE function_name LIKE 'rms_%' AND database_name = 'system' "
+            "AND function_type = 'scalar'").fetchall()}
     names = [udf.name for udf in UDFS] + ["rms_store_udf"]
     if replace:
         _remove_udfs(con, [name for name in names if name in present])
@@ -190,17 +198,33 @@ def install_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
             "differed (an older rms_duck created them, or someone with write access replaced "
             "them); run rms_duck.verify_receipts(con) to see whether receipts were edited too"),
             stacklevel=3)
+    if not fresh:
+        _warn_shadowing(con)
     return restored
+
+
+def _warn_shadowing(con: duckdb.DuckDBPyConnection) -> None:
+    """A stored macro or type named like a built-in is not rms_duck's to drop (it may be the
+    caller's), but ranking queries and the caller's own SQL run through it: say so on every
+    writable connect, as the read-only one does through object_problems()."""
+    shadows = shadowing_objects(con)
+    if shadows:
+        drops = "; ".join(drop_statement(name, kind) for name, kind in shadows)
+        names = ", ".join(name for name, _ in shadows)
+        warnings.warn(RmsWarning(
+            f"stored objects shadow DuckDB built-ins: {names}; every query on this database, "
+            "ranking queries included, uses them in the built-ins' place (rms_duck's audits "
+            f"do not): drop them ({drops}) unless you created them on purpose"), stacklevel=4)
 
 
 def _refuse_a_used_database(con: duckdb.DuckDBPyConnection) -> None:
     """Packs store in, and audits read, the database the connection was opened on (they run
     on cursors, which start there); after `USE other`, register would install the schema in
     `other`, where no pack would write."""
-    (used,), = con.execute("SELECT current_database()").fetchall()
+    (used,), = con.execute("SELECT system.main.current_database()").fetchall()
     cur = con.cursor()
     try:
-        (default,), = cur.execute("SELECT current_database()").fetchall()
+        (default,), = cur.execute("SELECT system.main.current_database()").fetchall()
     finally:
         cur.close()
     if used != default:
@@ -212,21 +236,26 @@ def _refuse_a_used_database(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _holds_rms_objects(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the current database stores any rms_* table or view. (Macros need no look:
-    without rms_schema_version every shipped macro is re-created anyway, and listing
-    functions costs more than the comparison this check saves.)"""
-    return bool(con.execute(
-        "SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\' "
-        "UNION ALL SELECT 1 FROM duckdb_views() WHERE database_name = current_database() "
-        "AND NOT internal AND lower(view_name) LIKE 'rms\\_%' ESCAPE '\\' LIMIT 1").fetchall())
+    """Whether a database on this connection stores any rms_* table or view. (Macros need no
+    look: without rms_schema_version every shipped macro is re-created anyway, and listing
+    functions costs more than the comparison this check saves.) The catalogs are read
+    through system.main and the names compared here: a stored `lower` macro made the SQL
+    comparison find nothing, so a writable connect took a tampered file for a new one and
+    neither restored nor reported its changed views. Any database counts: saying yes too
+    often only costs the comparison."""
+    names = con.execute(
+        "SELECT database_name, table_name FROM system.main.duckdb_tables() "
+        "UNION ALL SELECT database_name, view_name FROM system.main.duckdb_views() "
+        "WHERE NOT internal").fetchall()
+    return any(db not in ("system", "temp") and name[:4].lower() == "rms_"
+               for db, name in names)
 
 
 def _clear_udf_names(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
     """Drop stored macros named like rms_duck's UDFs: DuckDB would call them instead."""
     names = [u.name for u in UDFS]
     blocking = con.execute(
-        "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
+        "SELECT DISTINCT function_name, function_type FROM system.main.duckdb_functions() "
         "WHERE database_name NOT IN ('system', 'temp') AND function_type IN "
         "('macro', 'table_macro') AND list_contains(?, lower(function_name)) ORDER BY 1",
         [names]).fetchall()
@@ -261,6 +290,7 @@ def _warn_changed(con: duckdb.DuckDBPyConnection) -> None:
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
     rows = con.execute(
-        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+        "SELECT readonly FROM system.main.duckdb_databases() "
+        "WHERE database_name = system.main.current_database()"
     ).fetchall()
     return bool(rows and rows[0][0])

@@ -90,7 +90,7 @@ def audit_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 def _refuse_unread_store(cur: duckdb.DuckDBPyConnection) -> None:
-    (here,), = cur.execute("SELECT current_database()").fetchall()
+    (here,), = cur.execute("SELECT system.main.current_database()").fetchall()
     stores = _receipt_counts(cur)
     if stores.get(here):
         return
@@ -114,7 +114,7 @@ def _receipt_counts(cur: duckdb.DuckDBPyConnection) -> dict[str, int]:
     may think is audited)."""
     out: dict[str, int] = {}
     for db, schema in cur.execute(
-            "SELECT database_name, schema_name FROM duckdb_tables() "
+            "SELECT database_name, schema_name FROM system.main.duckdb_tables() "
             "WHERE lower(table_name) = 'rms_receipts' ORDER BY ALL").fetchall():
         (count,), = cur.execute(
             f"SELECT count(*) FROM {sql_identifier(db)}.{sql_identifier(schema)}.rms_receipts"

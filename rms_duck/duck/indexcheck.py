@@ -34,7 +34,8 @@ def ensure_index(con: duckdb.DuckDBPyConnection) -> bool | None:
     True when it refreshed, False when it was current, None on a read-only connection,
     which is left alone."""
     rows = con.execute(
-        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+        "SELECT readonly FROM system.main.duckdb_databases() "
+        "WHERE database_name = system.main.current_database()"
     ).fetchall()
     if rows and rows[0][0]:
         return None

@@ -83,50 +83,66 @@ def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
     the shipped ones named otherwise (pack_context).
 
     Names are matched without regard to case, as DuckDB resolves them: RMS_RECEIPT_PROBLEMS
-    is the view a query of rms_receipt_problems reads."""
-    db = "database_name = current_database() AND schema_name = 'main'"
+    is the view a query of rms_receipt_problems reads. The catalogs are read through
+    system.main and the names compared here, never with SQL functions the audited file
+    could store a macro for: with a stored `lower` (returning upper case) the comparison
+    found no rms_* object, so verification and a writable connect's restore saw nothing."""
+    (current,), = con.execute("SELECT system.main.current_database()").fetchall()
+    where = "WHERE database_name = ? AND schema_name = 'main'"
+    unprefixed = set(_unprefixed_names())
+
+    def tracked(name: str, *, macro: bool = False) -> bool:
+        low = name.lower()
+        return low.startswith("rms_") or (macro and low in unprefixed)
+
     out: dict[str, tuple[str, str]] = {}
     for name, sql in con.execute(
-            f"SELECT view_name, sql FROM duckdb_views() WHERE {db} AND NOT internal "
-            "AND lower(view_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
-        out[name.lower()] = ("VIEW", sql)
+            f"SELECT view_name, sql FROM system.main.duckdb_views() {where} AND NOT internal",
+            [current]).fetchall():
+        if tracked(name):
+            out[name.lower()] = ("VIEW", sql)
     macros: dict[str, list[str]] = {}
     for name, kind, definition, params in con.execute(
             f"SELECT function_name, function_type, macro_definition, parameters "
-            f"FROM duckdb_functions() WHERE {db} AND NOT internal "
-            "AND function_type IN ('macro', 'table_macro') "
-            "AND (lower(function_name) LIKE 'rms\\_%' ESCAPE '\\' "
-            "OR list_contains(?, lower(function_name)))", [_unprefixed_names()]).fetchall():
-        macros.setdefault(name.lower(), []).append(f"{kind}({', '.join(params)}): {definition}")
+            f"FROM system.main.duckdb_functions() {where} AND NOT internal "
+            "AND function_type IN ('macro', 'table_macro')", [current]).fetchall():
+        if tracked(name, macro=True):
+            macros.setdefault(name.lower(), []).append(
+                f"{kind}({', '.join(params)}): {definition}")
     out.update({name: ("MACRO", "\n".join(sorted(d))) for name, d in macros.items()})
     tables: dict[str, list[str]] = {}
     for name, column, dtype, nullable, default in con.execute(
             f"SELECT table_name, column_name, data_type, is_nullable, column_default "
-            f"FROM duckdb_columns() WHERE {db} AND NOT internal "
-            "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\' ORDER BY table_name, column_index"
-    ).fetchall():
-        tables.setdefault(name.lower(), []).append(f"{column} {dtype} {nullable} {default}")
+            f"FROM system.main.duckdb_columns() {where} AND NOT internal "
+            "ORDER BY table_name, column_index", [current]).fetchall():
+        if tracked(name):
+            tables.setdefault(name.lower(), []).append(f"{column} {dtype} {nullable} {default}")
     # Keys too: a table rebuilt without its primary key (its column kept NOT NULL) looks the
     # same column by column, yet then holds two rows of one bundle, which no check reads.
     keys: dict[str, list[str]] = {}
     for name, kind, columns in con.execute(
             f"SELECT table_name, constraint_type, constraint_column_names "
-            f"FROM duckdb_constraints() WHERE {db} "
-            "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') "
-            "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
-        keys.setdefault(name.lower(), []).append(f"{kind} ({', '.join(columns)})")
+            f"FROM system.main.duckdb_constraints() {where} "
+            "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')",
+            [current]).fetchall():
+        if tracked(name):
+            keys.setdefault(name.lower(), []).append(f"{kind} ({', '.join(columns)})")
     for name, found in keys.items():
         tables.setdefault(name, []).extend(sorted(found))
     for (name,) in con.execute(
-            f"SELECT table_name FROM duckdb_tables() WHERE {db} AND NOT internal "
-            "AND lower(table_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
-        out[name.lower()] = ("TABLE", "\n".join(tables.get(name.lower(), [])))
+            f"SELECT table_name FROM system.main.duckdb_tables() {where} AND NOT internal",
+            [current]).fetchall():
+        if tracked(name):
+            out[name.lower()] = ("TABLE", "\n".join(tables.get(name.lower(), [])))
     for (name,) in con.execute(
-            f"SELECT type_name FROM duckdb_types() WHERE {db} AND NOT internal "
-            "AND lower(type_name) LIKE 'rms\\_%' ESCAPE '\\'").fetchall():
-        # The name comes from the audited file: quote it as an identifier, never splice it raw.
-        row = con.execute(f"SELECT typeof(CAST(NULL AS {sql_identifier(name)}))").fetchone()
-        out[name.lower()] = ("TYPE", row[0] if row else "")
+            f"SELECT type_name FROM system.main.duckdb_types() {where} AND NOT internal",
+            [current]).fetchall():
+        if tracked(name):
+            # The name comes from the audited file: quote it as an identifier, never splice
+            # it raw.
+            row = con.execute(
+                f"SELECT system.main.typeof(CAST(NULL AS {sql_identifier(name)}))").fetchone()
+            out[name.lower()] = ("TYPE", row[0] if row else "")
     return out
 
 
