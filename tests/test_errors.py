@@ -538,17 +538,18 @@ def test_connect_takes_a_pathlib_path(tmp_path):
     con.close()
 
 
-@pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow", "dict", "str", "None"])
+@pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow", "dict", "str", "None",
+                                  "int"])
 def test_pack_candidates_given_a_table_or_one_record_says_what_to_pass(kind):
     """It iterated what it was given: a DataFrame's column names became the records
-    ("candidate #0 must be a record (STRUCT or dict), got 'id'"), and None raised a bare
-    TypeError."""
+    ("candidate #0 must be a record (STRUCT or dict), got 'id'"), and None (or any other
+    value that is not iterable, such as a count) raised a bare TypeError."""
     import pandas as pd
     import polars as pl
 
     given = {"pandas": lambda: pd.DataFrame([GOOD]), "polars": lambda: pl.DataFrame([GOOD]),
              "pyarrow": lambda: pa.Table.from_pylist([GOOD]), "dict": lambda: dict(GOOD),
-             "str": lambda: "a", "None": lambda: None}[kind]()
+             "str": lambda: "a", "None": lambda: None, "int": lambda: 3}[kind]()
     with pytest.raises(CandidateError, match=r"^candidates must be an iterable of records "
                                              r"\(dicts or Candidates\), got \w+; for a "
                                              r"DataFrame or Arrow table pass "

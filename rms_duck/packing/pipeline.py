@@ -70,9 +70,9 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
 def _check_iterable_of_records(candidates: object) -> None:
     """Iterated as it is, a DataFrame or Arrow table gave its column names (or columns) as
     the records, a dict its keys and a string its letters: "candidate #0 must be a record
-    ..., got 'id'" hid what to pass, and None raised a bare TypeError."""
-    if candidates is None or isinstance(candidates, (str, bytes, Mapping)) or hasattr(
-            candidates, "__arrow_c_stream__") or hasattr(candidates, "columns"):
+    ..., got 'id'" hid what to pass, and None (or a number) raised a bare TypeError."""
+    if not isinstance(candidates, Iterable) or isinstance(candidates, (str, bytes, Mapping)) \
+            or hasattr(candidates, "__arrow_c_stream__") or hasattr(candidates, "columns"):
         raise CandidateError(
             f"candidates must be an iterable of records (dicts or Candidates), got "
             f"{type(candidates).__name__}; for a DataFrame or Arrow table pass "
