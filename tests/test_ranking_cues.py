@@ -88,11 +88,12 @@ def test_unknown_language_names_the_value_and_the_fix(con, language, message):
     assert "Snowball stemmer name" in str(err.value)
 
 
-@pytest.mark.parametrize("stopwords", ["der die das", ["der", None], ["der", 3]])
+@pytest.mark.parametrize("stopwords", ["der die das", ["der", None], ["der", 3], 3])
 def test_stop_words_that_are_not_a_list_of_words_are_refused_and_change_nothing(con,
                                                                                   stopwords):
     """A string was iterated letter by letter ("der die das" made d, e, r, i, a and s the
-    stop words) and None became the stop word 'none', both without a word."""
+    stop words) and None became the stop word 'none', both without a word; a value that is
+    not a list at all (3) raised a bare TypeError."""
     add(con, 1, "Die Kinder spielten im Garten")
     refresh_index(con)
     before = con.sql("SELECT * FROM rms_stopwords ORDER BY ALL").fetchall()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -264,7 +265,8 @@ def set_index_language(con: Any, language: str, *,
 def _stopword_list(stopwords: Any) -> list[str]:
     """The caller's stop words, trimmed, lower-cased and sorted. A string is refused: Python
     would iterate its letters, so "der die" indexed without the letters d, e, r and i."""
-    words = None if isinstance(stopwords, str) else list(stopwords)
+    words = list(stopwords) if isinstance(stopwords, Iterable) and not isinstance(
+        stopwords, str) else None  # list(3) raised a bare TypeError
     if words is None or not all(isinstance(w, str) for w in words):
         raise ConfigError(
             f"stopwords must be a list of words, got {stopwords!r}; pass for example "
