@@ -263,3 +263,31 @@ def test_materialized_ctes_rank_exactly_as_unmarked_ones():
                 paths.update(path for row in materialized for path in row[4])
     assert {"PINNED", "TIME", "SPEAKER", "LEXICAL", "NGRAM", "FEEDBACK", "VECTOR",
             "SESSION_CONTEXT"} <= paths, paths
+
+
+def test_a_child_forked_while_another_thread_refreshes_can_rank():
+    """Index refreshes take turns on a process-wide lock (41d488d); a fork taken while
+    another thread held it copied it held by a thread the child does not have, so the
+    child's first rms_candidates pack (or refresh_index) waited for ever, as the packing
+    lock once did (tests/test_bulk.py)."""
+    import os
+    import signal
+
+    from rms_duck.duck import ranking
+
+    from .conftest import held_on_another_thread
+
+    with held_on_another_thread(ranking._REFRESH_LOCK):  # another thread, mid-refresh
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)  # a hung child dies of SIGALRM instead of hanging the test
+            try:
+                child = rms_duck.connect()
+                add(child, 1, "heron note")
+                bundle = rms_duck.pack(child, "SELECT * FROM rms_candidates(?)",
+                                       params=["heron"], budget=300, store=False)
+                os._exit(0 if bundle.included_ids == [nid(1)] else 1)
+            except BaseException:  # noqa: BLE001 - the exit status reports it
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

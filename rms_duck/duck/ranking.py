@@ -9,6 +9,7 @@ It runs SQL from the sql/ folder and never builds SQL text itself.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -182,6 +183,17 @@ def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
 # two at once write the same index rows, and the later one failed on a write-write
 # conflict or a duplicate key. The one that waited finds the other's rows committed.
 _REFRESH_LOCK = threading.RLock()
+
+
+def _forked() -> None:
+    """In a child forked while another thread refreshed: the lock was copied held by a
+    thread the child does not have, and every refresh there would wait for ever."""
+    global _REFRESH_LOCK
+    _REFRESH_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_forked)
 
 
 def _refresh(con: Any, *, full: bool) -> IndexRefresh:
