@@ -134,3 +134,33 @@ def test_a_stored_lower_macro_does_not_pass_the_file_off_as_new(tmp_path):
     assert "stored objects shadow DuckDB built-ins: lower" in messages
     assert "session_id" in {row[0] for row in con.execute(
         "DESCRIBE rms_session_metrics").fetchall()}
+
+
+@pytest.mark.parametrize("body", ["7", "CAST(random() * 1e9 AS BIGINT)"])
+def test_the_open_transaction_check_ignores_a_stored_txid_current(tmp_path, body):
+    """rms_duck asks whether a connection has a transaction open (transactions.py) before
+    it BEGINs on the caller's connection, by comparing two txid_current() calls. A macro the
+    file stores under that name answered instead: a constant made every refresh of the
+    lexical index, and every pack over a TEMP table, refuse with "this connection has a
+    transaction open; COMMIT or ROLLBACK it first" on a connection with none, advice that
+    could not work; a random one let a BEGIN abort the caller's open transaction, whose
+    COMMIT then dropped their rows without a word."""
+    path = str(tmp_path / "shadow.duckdb")
+    attacker = rms_duck.connect(path)
+    attacker.execute(f"CREATE MACRO txid_current() AS {body}")
+    attacker.close()
+    con = rms_duck.connect(path)
+    con.execute("INSERT INTO rms_nodes (id, content) VALUES "
+                "('00000000-0000-4000-8000-000000000001', ?)", [PORTO])
+    assert rms_duck.pack(con, "SELECT * FROM rms_candidates('Porto')", budget=300,
+                         store=False).included
+    con.execute("CREATE TEMP TABLE mine AS SELECT 'a' AS id, 0.5 AS score, 'x' AS content")
+    assert rms_duck.pack(con, "SELECT * FROM mine", budget=300, store=False).included
+    con.execute("BEGIN TRANSACTION")
+    con.execute("INSERT INTO mine VALUES ('b', 0.4, 'uncommitted')")
+    for _ in range(8):  # a random answer said "none open" on some of them
+        with pytest.raises(rms_duck.errors.QueryRejectedError, match="COMMIT or ROLLBACK"):
+            rms_duck.pack(con, "SELECT * FROM mine", budget=300, store=False)
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM mine").fetchall() == [(2,)]
+    con.close()

@@ -14,6 +14,11 @@ from typing import Any
 def transaction_open(con: Any) -> bool:
     """True while `con` is inside a BEGIN it has not ended. Without one, each statement runs
     in a transaction of its own, so two statements read two transaction ids; inside one,
-    both read the same."""
-    first = con.execute("SELECT txid_current()").fetchall()
-    return con.execute("SELECT txid_current()").fetchall() == first
+    both read the same. The built-in is named by its catalog: a macro the file stores as
+    txid_current would answer in its place, refusing every BEGIN (a constant) or letting
+    one abort the caller's transaction."""
+    first = con.execute(_TXID).fetchall()
+    return con.execute(_TXID).fetchall() == first
+
+
+_TXID = "SELECT system.main.txid_current()"
