@@ -164,3 +164,22 @@ def test_the_open_transaction_check_ignores_a_stored_txid_current(tmp_path, body
     con.execute("COMMIT")
     assert con.execute("SELECT count(*) FROM mine").fetchall() == [(2,)]
     con.close()
+
+
+def test_replay_names_a_node_whose_content_was_set_to_null(stored):
+    """Hashed in SQL, a NULL content gave a NULL digest, which differs from the recorded one:
+    the node was named as changed. Hashed in Python (so no stored sha256 macro answers), it
+    raised AttributeError: 'NoneType' object has no attribute 'encode' from replay() and
+    `rms-duck audit --replay` instead."""
+    path, rid = stored
+    attacker = duckdb.connect(path)
+    attacker.execute("ALTER TABLE rms_nodes ALTER content DROP NOT NULL")
+    attacker.execute("UPDATE rms_nodes SET content = NULL WHERE content = ?", [PORTO])
+    attacker.close()
+    with pytest.warns(rms_duck.errors.RmsWarning, match="differ from the shipped ones: "
+                                                        "rms_nodes"):
+        con = rms_duck.connect(path, read_only=True)
+    result = rms_duck.replay(con, rid)
+    assert result.changed_nodes == ("00000000-0000-4000-8000-000000000001",)
+    assert result.identical  # the recorded inputs still re-pack to the same bytes
+    con.close()

@@ -158,7 +158,8 @@ def _load(cur: duckdb.DuckDBPyConnection,
             None if context is None else sha256_text(context))
 
 
-def _current_hashes(cur: duckdb.DuckDBPyConnection, ids: list[Any]) -> dict[str, str]:
+def _current_hashes(cur: duckdb.DuckDBPyConnection,
+                    ids: list[Any]) -> dict[str, str | None]:
     """sha256 of the current rms_nodes.content for each candidate id that is a node.
 
     Hashed here, not with SQL's sha256(): a macro stored in the file under that name runs
@@ -167,5 +168,7 @@ def _current_hashes(cur: duckdb.DuckDBPyConnection, ids: list[Any]) -> dict[str,
         "SELECT CAST(id AS VARCHAR), content FROM rms_nodes "
         "WHERE CAST(id AS VARCHAR) IN (SELECT unnest(CAST(? AS VARCHAR[])))",
         [[str(i) for i in ids]]).fetchall()
-    return {node_id: sha256_text(content) for node_id, content in rows}
+    # A NULL content (its NOT NULL dropped by an edit) has no digest, so it is changed.
+    return {node_id: None if content is None else sha256_text(content)
+            for node_id, content in rows}
 
