@@ -220,15 +220,16 @@ def _refresh(con: Any, *, full: bool) -> IndexRefresh:
     return IndexRefresh(indexed=int(indexed), dropped=int(dropped))
 
 
-def _begin(con: Any) -> None:
+def _begin(con: Any, what: str = "the lexical index is refreshed in a transaction of its "
+                                  "own (rms_duck.pack refreshes a stale one before a ranking "
+                                  "query reads it)") -> None:
     """BEGIN a transaction of the index's own on `con`. One the caller has open is left
     alone: a BEGIN inside it would abort it, losing the caller's uncommitted rows (and a
-    ranking query, on a cursor, would not see those rows anyway)."""
+    ranking query, on a cursor, would not see those rows anyway). `what` says which change
+    needs a transaction of its own."""
     if transaction_open(con):
         raise duckdb.TransactionException(
-            "the lexical index is refreshed in a transaction of its own (rms_duck.pack "
-            "refreshes a stale one before a ranking query reads it), and this connection has "
-            "a transaction open; COMMIT or ROLLBACK it first")
+            f"{what}, and this connection has a transaction open; COMMIT or ROLLBACK it first")
     con.execute("BEGIN TRANSACTION")
 
 
@@ -237,10 +238,11 @@ def _refuse_read_only(exc: BaseException, what: str) -> None:
     neither the call nor a way out, though rms_candidates' stale-index error sends the
     reader here."""
     if isinstance(exc, duckdb.InvalidInputException) and "read-only" in str(exc):
+        ranking = (", or rank on the index as it is with rms_candidates(..., stale_ok := "
+                   "true)") if what.startswith("refresh") else ""
         raise DatabaseOpenError(
             f"cannot {what}: the database is open read-only; open it writable with "
-            "rms_duck.connect(path) to do so, or rank on the index as it is with "
-            "rms_candidates(..., stale_ok := true)") from None
+            f"rms_duck.connect(path) to do so{ranking}") from None
 
 
 def set_index_language(con: Any, language: str, *,
@@ -260,7 +262,7 @@ def set_index_language(con: Any, language: str, *,
     """
     language = check_language(language)
     words = stopwords_for(language) if stopwords is None else _stopword_list(stopwords)
-    _begin(con)
+    _begin(con, "the index language is changed in a transaction of its own")
     try:
         con.execute("UPDATE rms_lexical_config SET language = ?", [language])
         con.execute("DELETE FROM rms_stopwords")
