@@ -262,18 +262,21 @@ def set_index_language(con: Any, language: str, *,
     """
     language = check_language(language)
     words = stopwords_for(language) if stopwords is None else _stopword_list(stopwords)
-    _begin(con, "the index language is changed in a transaction of its own")
-    try:
-        con.execute("UPDATE rms_lexical_config SET language = ?", [language])
-        con.execute("DELETE FROM rms_stopwords")
-        if words:
-            con.execute("INSERT INTO rms_stopwords SELECT unnest(?::VARCHAR[])", [words])
-        con.execute("COMMIT")
-    except BaseException as exc:
-        con.execute("ROLLBACK")
-        _refuse_read_only(exc, "change the index language")
-        raise
-    return refresh_index(con, full=True)
+    # Under the refresh lock: a refresh between the change and the rebuild would index in
+    # the new language with the old stop words, or write rows the rebuild then conflicts on.
+    with _REFRESH_LOCK:
+        _begin(con, "the index language is changed in a transaction of its own")
+        try:
+            con.execute("UPDATE rms_lexical_config SET language = ?", [language])
+            con.execute("DELETE FROM rms_stopwords")
+            if words:
+                con.execute("INSERT INTO rms_stopwords SELECT unnest(?::VARCHAR[])", [words])
+            con.execute("COMMIT")
+        except BaseException as exc:
+            con.execute("ROLLBACK")
+            _refuse_read_only(exc, "change the index language")
+            raise
+        return refresh_index(con, full=True)
 
 
 def _stopword_list(stopwords: Any) -> list[str]:
