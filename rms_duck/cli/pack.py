@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 from ..candidates import to_candidate
 from ..config import parse_config
-from ..duck.surrogates import config_surrogate_error
+from ..duck.surrogates import config_surrogate_error, first_surrogate
 from ..duck.types import bundle_row
 from ..errors import CandidateError, ConfigError
 from ..packing.pipeline import _check_budget, pack_candidates
@@ -84,36 +84,12 @@ def _check_storable(row: dict[str, Any], number: int) -> None:
     """JSON's \\ud800 escapes give lone surrogates, which the context escapes but the stored
     inputs (DuckDB's JSON) cannot hold: name the line and field before any file is made."""
     for key, value in row.items():
-        for text in _texts(value):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise CandidateError(
-                    f"stdin line {number}: field {key!r} holds a lone surrogate "
-                    f"({text[exc.start]!r}, half of a UTF-16 pair), which a stored bundle "
-                    "cannot hold; fix the text, or pack with --no-store") from None
-
-
-def _texts(value: Any) -> list[str]:
-    """Every string in a JSON value (a structured_value may nest them, in keys too), and
-    the JSON a string holds escaped, decoded once more."""
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            out.append(item)
-            if "\\u" in item:  # a JSON text inside the text (structured_value as a string)
-                try:
-                    stack.append(json.loads(item))
-                except ValueError:
-                    pass
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return out
+        found = first_surrogate(value, json_inside=True)
+        if found is not None:
+            raise CandidateError(
+                f"stdin line {number}: field {key!r} holds a lone surrogate "
+                f"({found!r}, half of a UTF-16 pair), which a stored bundle "
+                "cannot hold; fix the text, or pack with --no-store")
 
 
 def bundle_json(bundle: Any) -> dict[str, Any]:

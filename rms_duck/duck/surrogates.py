@@ -26,16 +26,16 @@ def surrogate_error(candidates: Sequence[Candidate], *, namespace: str | None,
     (a structured_value's JSON text is read too: DuckDB decodes its escapes); None if none
     does."""
     for name, value in (("namespace", namespace), ("session_id", session_id)):
-        found = _first_surrogate(value)
+        found = first_surrogate(value)
         if found is not None:
             return ConfigError(f"{name} holds a lone surrogate ({found!r}, half of a UTF-16 "
                                f"pair), {_FIX.format(no_store='store=False')}")
     for index, candidate in enumerate(candidates):
         for field in fields(candidate):
             value = getattr(candidate, field.name)
-            found = _first_surrogate(value)
+            found = first_surrogate(value)
             if found is None and field.name == "structured_value" and value is not None:
-                found = _first_surrogate(_json_value(value))
+                found = first_surrogate(_json_value(value))
             if found is not None:
                 return CandidateError(
                     f"candidate #{index} (id {candidate.id!r}): field {field.name!r} holds a "
@@ -52,20 +52,30 @@ def config_surrogate_error(settings: Mapping[str, Any], *,
     reported a pack nobody edited as MALFORMED_RECEIPT. `no_store` names the way to pack
     without storing."""
     for name, value in settings.items():
-        found = _first_surrogate(value)
+        found = first_surrogate(value)
         if found is not None:
             return ConfigError(f"config field {name!r} holds a lone surrogate ({found!r}, half "
                                f"of a UTF-16 pair), {_FIX.format(no_store=no_store)}")
     return None
 
 
-def _first_surrogate(value: Any) -> str | None:
+def first_surrogate(value: Any, *, json_inside: bool = False) -> str | None:
+    """The first lone surrogate in any string of `value` (nested in lists, tuples and dicts,
+    keys too), or None. With `json_inside`, a string holding JSON escapes is decoded once
+    more and searched too (a structured_value given as JSON text)."""
     for text in _strings(value):
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             return text[exc.start]
+        if json_inside and "\\u" in text:
+            inner = _json_value(text)
+            found = first_surrogate(inner, json_inside=True) if inner is not None else None
+            if found is not None:
+                return found
     return None
+
+
 
 
 def _strings(value: Any) -> Iterator[str]:
