@@ -187,8 +187,9 @@ def _failure(exc: duckdb.Error, where: str) -> Exception:
         return CandidateError(
             "a candidate's text holds a lone surrogate (half of a UTF-16 pair, such as "
             "'\\udfff'), which the bundle's stored inputs cannot hold; nothing was stored: "
-            "pack with store=False, or fix the text first (for example "
-            "text.encode('utf-8', 'replace').decode())")
+            "fix the text first (for example text.encode('utf-8', 'replace').decode()), or "
+            "pack without storing (rms_duck.pack(..., store=False), pack_batches() in place "
+            "of store_batches(), pack_context() in place of rms_store())")
     if _IO_FAILURE.search(str(exc)) or isinstance(exc, duckdb.IOException):
         return ReceiptError(
             f"could not write {where}: the database file cannot grow ({first}); nothing was "
