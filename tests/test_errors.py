@@ -385,6 +385,17 @@ def test_wrong_field_type_names_the_candidate_and_field():
 def test_negative_budget_is_not_an_error():
     bundle = rms_duck.pack_candidates([GOOD], budget=-5)
     assert bundle.flags == ("BUDGET_ERROR",) and bundle.render() == ""
+    # The flag said what; the warning says why and what to pass, as NOTHING_FIT's does.
+    assert bundle.warnings == ("budget -5 is not a positive number of tokens, so nothing was "
+                               "packed (each candidate is excluded with BUDGET_ERROR); pass "
+                               "a budget such as 4096",)
+
+
+def test_a_zero_budget_in_sql_carries_the_warning(shared_con):
+    [(flags, warnings)] = shared_con.execute(
+        "SELECT b.flags, b.warnings FROM (SELECT pack_context([{'id': 'a', 'score': 0.5, "
+        "'content': 'x'}], 0) AS b)").fetchall()
+    assert flags == ["BUDGET_ERROR"] and warnings[0].startswith("budget 0 is not a positive")
 
 
 # -- ranking queries ---------------------------------------------------------------------

@@ -423,6 +423,9 @@ def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], bud
     if Flag.NO_CANDIDATES.value in flags:
         return ("no candidates were given: an empty list, or a ranking query that "
                 "returned no rows",)
+    if Flag.BUDGET_ERROR.value in flags:
+        return (f"budget {budget} is not a positive number of tokens, so nothing was packed "
+                "(each candidate is excluded with BUDGET_ERROR); pass a budget such as 4096",)
     if Flag.NOTHING_FIT.value not in flags:
         return ()
     counts: dict[str, int] = {}
