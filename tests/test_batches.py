@@ -348,6 +348,23 @@ def test_store_batches_refuses_edited_or_incomplete_rows(con):
     assert rms_duck.verify_receipts(con) == []
 
 
+def test_store_batches_stores_nothing_when_a_later_batch_holds_a_bad_row(con, monkeypatch):
+    # A scheduled job that fails on row 1,200 of 1,500 left the first 1,000 stored; fixing
+    # the row and running again stored those 1,000 a second time.
+    monkeypatch.setattr("rms_duck.duck.batchstore.BATCH_ROWS", 2)
+    packed = _packed(con, 5)
+    contexts = packed.column("context").to_pylist()
+    contexts[3] += "edited"
+    edited = packed.set_column(packed.column_names.index("context"), "context",
+                               pa.array(contexts))
+    with pytest.raises(ReceiptError, match=r"bundle of q=3: .*nothing was stored"):
+        rms_duck.store_batches(con, edited)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+    stored = rms_duck.store_batches(con, packed)
+    assert stored.column("seq").to_pylist() == [1, 2, 3, 4, 5]
+    assert rms_duck.verify_receipts(con) == []
+
+
 def test_import_rms_duck_packing_stays_free_of_pyarrow():
     code = ("import sys, rms_duck, rms_duck.packing, rms_duck.dask; "
             "print(sorted(m for m in ('pyarrow', 'duckdb', 'dask') if m in sys.modules))")

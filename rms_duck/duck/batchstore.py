@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, ReceiptError
+from ..errors import ConfigError, ReceiptError, RmsError
 from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
@@ -52,7 +52,7 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
 
     Raises:
         ConfigError: a needed column is missing. ReceiptError: a row's receipt does not
-        match its context; nothing of its batch is stored.
+        match its context; nothing is stored (every row is checked before any is written).
     """
     data = as_table(table)
     missing = [name for name in _NEEDED if name not in data.column_names]
@@ -65,14 +65,26 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     order = pc.sort_indices(data, sort_keys=[(k, "ascending", "at_end") for k in keys]
                             + [("context_sha256", "ascending", "at_end")])
     data = data.take(order)
+    columns = list(_NEEDED) + [k for k in keys if k not in _NEEDED]
+    batches = [data.slice(start, BATCH_ROWS).select(columns).to_pylist
+               for start in range(0, len(data), BATCH_ROWS)]
+    # Every row is checked before any batch is written: a bad row in a later batch used to
+    # leave the earlier batches stored, and the run that followed the fix stored them twice.
+    # Only the first batch is kept prepared; memory holds one batch, not the whole table.
+    try:
+        first = [_prepared(row, keys, namespace, session_id) for row in batches[0]()] \
+            if batches else []
+        for batch in batches[1:]:
+            for row in batch():
+                _checked(row, keys)
+    except RmsError as exc:
+        raise type(exc)(f"{exc} (nothing was stored)") from exc.__cause__
     stored = []
     cur = cursor(con)
     try:
-        for start in range(0, len(data), BATCH_ROWS):
-            batch = data.slice(start, BATCH_ROWS)
-            rows = [_prepared(row, keys, namespace, session_id) for row in
-                    batch.select(list(_NEEDED) + [k for k in keys if k not in _NEEDED])
-                    .to_pylist()]
+        stored.extend(append_pending(cur, first))
+        for batch in batches[1:]:
+            rows = [_prepared(row, keys, namespace, session_id) for row in batch()]
             stored.extend(append_pending(cur, rows))
     finally:
         cur.close()
@@ -98,6 +110,21 @@ def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
 def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None,
               session_id: str | None) -> Pending:
     """The row with its parsed receipt body and chain, checked against its own context."""
+    body, inputs = _checked(row, keys)
+    if namespace is not None:
+        chain = namespace
+    else:
+        names = {c.get("namespace_id") for c in inputs}
+        chain = (names.pop() or "") if len(names) == 1 else ""
+    return Pending(chain, {key: canonical_json(value) for key, value in body.items()},
+                   row["inputs"], row["context"], row["context_sha256"],
+                   body["config"]["context_format"], row["context_budget"], body["available"],
+                   row["tokens_used"], list(row["flags"]), len(row["included"]),
+                   len(row["excluded"]), body.get("metrics") or {}, session_id)
+
+
+def _checked(row: dict[str, Any], keys: Sequence[str]) -> tuple[dict[str, Any], list[Any]]:
+    """The row's parsed receipt body and inputs, once both match the row's own columns."""
     where = ", ".join(f"{k}={row.get(k)!r}" for k in keys) or "a row"
     try:
         body = json.loads(row["receipt"])
@@ -127,16 +154,7 @@ def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None,
     refused = config_surrogate_error(body.get("config") or {})
     if refused is not None:
         raise ConfigError(f"bundle of {where}: {refused}") from None
-    if namespace is not None:
-        chain = namespace
-    else:
-        names = {c.get("namespace_id") for c in inputs}
-        chain = (names.pop() or "") if len(names) == 1 else ""
-    return Pending(chain, {key: canonical_json(value) for key, value in body.items()},
-                   row["inputs"], row["context"], row["context_sha256"],
-                   body["config"]["context_format"], row["context_budget"], body["available"],
-                   row["tokens_used"], list(row["flags"]), len(row["included"]),
-                   len(row["excluded"]), body.get("metrics") or {}, session_id)
+    return body, inputs
 
 
 def _counts(row: dict[str, Any]) -> tuple[int, int]:
