@@ -365,6 +365,25 @@ def test_store_batches_stores_nothing_when_a_later_batch_holds_a_bad_row(con, mo
     assert rms_duck.verify_receipts(con) == []
 
 
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_bad_candidate_is_named_by_its_groups_key(monkeypatch, processes):
+    # One node is a candidate of many queries, so "the candidate list whose smallest id is
+    # 'n1'" fit every group here; the key says which one to fix.
+    from rms_duck.packing import parallel
+    for name in ("MIN_BUNDLES", "MIN_BUNDLES_STARTED", "MIN_CANDIDATES",
+                 "MIN_CANDIDATES_STARTED"):
+        monkeypatch.setattr(parallel, name, 4)  # so that processes=2 sends a share out
+    table = [{"q": f"query {q}", "day": q % 2, "id": f"n{i}", "score": 0.5,
+              "content": f"note {i}"} for q in range(12) for i in range(1, 4)]
+    table[3 * 9 + 1]["content"] = None
+    with pytest.raises(CandidateError) as caught:
+        rms_duck.pack_batches(pa.Table.from_pylist(table), by=["q", "day"], budget=300,
+                              processes=processes)
+    assert str(caught.value).endswith(
+        "(in the group q='query 9', day=1: the candidate list whose smallest id is 'n1')")
+    assert "field 'content' is required text" in str(caught.value)
+
+
 def test_import_rms_duck_packing_stays_free_of_pyarrow():
     code = ("import sys, rms_duck, rms_duck.packing, rms_duck.dask; "
             "print(sorted(m for m in ('pyarrow', 'duckdb', 'dask') if m in sys.modules))")

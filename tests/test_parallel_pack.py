@@ -87,7 +87,9 @@ def test_an_error_from_a_workers_share_carries_nothing_one_process_does_not():
         pack_lists(bad, budgets, configs, processes=1)
     with pytest.raises(CandidateError) as shared:
         pack_lists(bad, budgets, configs, processes=2)
-    assert vars(shared.value) == vars(alone.value) == {}
+    assert vars(shared.value) == vars(alone.value) == {
+        "group_row": 33, "group_where": "the candidate list whose smallest id is "
+        + repr(min(row["id"] for row in groups[33]))}
 
 
 def test_a_bad_config_in_a_workers_share_is_raised_in_row_order():

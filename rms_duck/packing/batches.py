@@ -88,8 +88,11 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
     _check_columns(data, keys)
     data = _decoded_keys(data, keys)
     key_table, lists = group_lists(data, keys)
-    bundles = pack_lists(lists, [budget] * len(lists), [config] * len(lists),
-                         line_costs=costs, inputs=inputs, processes=processes)
+    try:
+        bundles = pack_lists(lists, [budget] * len(lists), [config] * len(lists),
+                             line_costs=costs, inputs=inputs, processes=processes)
+    except RmsError as exc:
+        raise in_keyed_group(exc, key_table) from exc.__cause__
     columns = list(key_table.columns) + bundles.flatten()
     names = list(keys) + [field.name for field in bundles.type]
     return pa.table(columns, names=names)
@@ -164,10 +167,10 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
             try:
                 jobs.append([rows or [], budget, _config(parsed, raw)])
             except RmsError as exc:
-                raise in_group(exc, rows) from exc.__cause__
+                raise in_group(exc, rows, start + len(jobs)) from exc.__cause__
         ready = _prepare(jobs, counters, line_costs, processes)
         with gc_paused():  # once a slice: re-enabling it after every small pack cost 10%
-            out = _pack_slice(jobs, ready, counters, inputs)
+            out = _pack_slice(jobs, ready, counters, inputs, start)
         chunks.append(pa.array(out, type=out_type))
     if not chunks:
         return pa.array([], type=out_type)
@@ -175,8 +178,8 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
 
 
 def _pack_slice(jobs: list[list[Any]], ready: int, counters: dict[str, LineCounter],
-                inputs: bool) -> list[dict[str, Any]]:
-    """The bundle rows of one slice's jobs, packed in row order."""
+                inputs: bool, start: int) -> list[dict[str, Any]]:
+    """The bundle rows of one slice's jobs (rows start, start + 1, ...), packed in order."""
     out = []
     for i, (rows, budget, config) in enumerate(jobs):
         # A row not ready gets no counter: pack_candidates then reports its error.
@@ -184,7 +187,7 @@ def _pack_slice(jobs: list[list[Any]], ready: int, counters: dict[str, LineCount
         try:
             bundle = pack_in_turn(rows, budget=budget, config=config, counter=counter)
         except RmsError as exc:
-            raise in_group(exc, rows) from exc.__cause__
+            raise in_group(exc, rows, start + i) from exc.__cause__
         row = bundle_row(bundle)
         if inputs:
             row["inputs"] = inputs_json(rows)  # validated by _prepare, or pack raised
@@ -212,11 +215,15 @@ if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
     os.register_at_fork(after_in_child=lambda: _PACK_LOCK.__setitem__(0, threading.Lock()))
 
 
-def in_group(exc: RmsError, rows: Sequence[Any] | None) -> RmsError:
+def in_group(exc: RmsError, rows: Sequence[Any] | None,
+             row: int | None = None) -> RmsError:
     """`exc` saying which candidate list it came from. A GROUP BY gives a list no name of its
     own, so the list is named by its smallest id (or as NULL or empty). Not by its first:
     list() keeps the order the threads produced, so one query failed naming 'id1' on one
-    run and 'id122881' on the next."""
+    run and 'id122881' on the next.
+
+    `row`, the list's row in pack_lists(), travels on the error (as `group_row`, with the
+    name given as `group_where`) for pack_batches() to name the group by its key."""
     if rows is None:
         where = "a NULL candidate list"
     elif not rows:
@@ -225,7 +232,20 @@ def in_group(exc: RmsError, rows: Sequence[Any] | None) -> RmsError:
         ids = [str(i) for i in map(_row_id, rows) if i is not None]
         where = (f"the candidate list whose smallest id is {min(ids)!r}" if ids else
                  f"a candidate list of {len(rows)} whose candidates have no id")
-    return type(exc)(f"{exc} (in {where})")
+    named = type(exc)(f"{exc} (in {where})")
+    if row is not None:
+        vars(named).update(group_row=row, group_where=where)
+    return named
+
+
+def in_keyed_group(exc: RmsError, key_table: pa.Table) -> RmsError:
+    """An error of pack_lists() naming its group by key, as `q='a', day=1`: ids alone do not
+    say which group failed, as one node is often a candidate of many queries."""
+    row, where = vars(exc).get("group_row"), vars(exc).get("group_where")
+    if row is None or where is None:
+        return exc
+    key = ", ".join(f"{k}={v!r}" for k, v in key_table.slice(row, 1).to_pylist()[0].items())
+    return type(exc)(f"{str(exc).removesuffix(f' (in {where})')} (in the group {key}: {where})")
 
 
 def _row_id(row: Any) -> Any:

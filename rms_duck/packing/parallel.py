@@ -145,6 +145,8 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
                           "packed in this process", RuntimeWarning, stacklevel=3)
         elif isinstance(reply, RmsError):
             _replay(vars(reply).pop("log_records", ()))  # what its rows logged before it
+            if "group_row" in vars(reply):  # its row in the share: in the whole batch
+                reply.group_row += lo  # type: ignore[attr-defined]
             error = reply  # the first share in row order that failed
         else:
             _replay(reply[1])
