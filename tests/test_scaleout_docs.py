@@ -42,6 +42,40 @@ def test_pack_batches_block_runs():
     exec(compile(block("pack_batches"), "scale-out.md", "exec"), {})
 
 
+def test_decimal_scores_pack_as_their_doubles_on_every_path(tmp_path):
+    """The page said to cast DECIMAL scores to DOUBLE; every path takes them as they are."""
+    from decimal import Decimal
+
+    import pyarrow.parquet as pq
+
+    doubles = pa.table({"q": [1, 1, 2], "id": ["a", "b", "c"],
+                        "score": [0.9, 0.33333333333333333, 0.7],
+                        "content": ["Standup moved", "Alice prefers tea", "Release Friday"]})
+    decimals = doubles.set_column(2, "score", pa.array(
+        [Decimal("0.90"), Decimal("0.33333333333333333"), Decimal("0.70")],
+        pa.decimal128(18, 17)))
+    expected = rms_duck.pack_batches(doubles, by="q", budget=300, inputs=True)
+    assert rms_duck.pack_batches(decimals, by="q", budget=300, inputs=True).equals(expected)
+    assert rms_duck.pack_batches(decimals.to_pandas(), by="q", budget=300,
+                                 inputs=True).equals(expected)
+    with rms_duck.connect(":memory:") as con:
+        sql = ("SELECT q, pack_context(list({'id': id, 'score': score, 'content': content}), "
+               "300).context FROM t GROUP BY q ORDER BY q")
+        con.register("t", decimals)
+        assert [c for _, c in con.execute(sql).fetchall()] == \
+            expected.column("context").to_pylist()
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import dask.dataframe as dd
+
+    from rms_duck.dask import pack_groups
+
+    pq.write_table(decimals, tmp_path / "part-0.parquet")
+    with dask.config.set(scheduler="sync"):
+        packed = pack_groups(dd.read_parquet(tmp_path), by="q", budget=300).compute()
+    assert packed["context"].tolist() == expected.column("context").to_pylist()
+
+
 # Slow: it starts a Dask cluster for the page's three blocks (about 10 s).
 @pytest.mark.slow
 def test_dask_line_cost_and_store_blocks_run_in_order(tmp_path, monkeypatch):
