@@ -58,7 +58,7 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
                           f"{', '.join(map(str, ddf.columns))}); pass by= one of those")
     meta = _meta(pd, ddf._meta, keys, inputs)
     options = {"keys": keys, "budget": budget, "config": config, "line_costs": line_costs,
-               "inputs": inputs, "meta": meta}
+               "inputs": inputs, "meta": meta, "key_rows": ddf._meta[keys]}
     # sort_values range-partitions rows by the first key, but spreads the rows whose first
     # key is NULL over partitions (and cannot range-partition text holding NULLs). Those rows
     # go to one partition of their own, packed last, where pack_batches() groups and sorts
@@ -71,14 +71,17 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
 
 
 def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingConfig,
-                    line_costs: Any, inputs: bool) -> Any:
-    """On a worker: one partition's rows in, its groups' bundles out (pandas both ways)."""
+                    line_costs: Any, inputs: bool, key_rows: Any) -> Any:
+    """On a worker: one partition's rows in, its groups' bundles out (pandas both ways).
+
+    key_rows: the input frame's empty key columns. Keys take their dtypes, not the
+    partition's: Dask's p2p shuffle hands a decimal128[pyarrow] key over as object."""
     import pandas as pd
     import pyarrow as pa
 
     from .packing.batches import pack_batches
 
-    meta = _meta(pd, part.iloc[:0], keys, inputs)
+    meta = _meta(pd, key_rows, keys, inputs)
     if len(part) == 0:
         return meta
     table = pa.Table.from_pandas(part, preserve_index=False)

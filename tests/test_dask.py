@@ -190,6 +190,26 @@ def test_a_timezone_aware_key_keeps_its_zone_and_instants():
     assert result["context"].tolist() == expected["context"].tolist()
 
 
+def test_a_decimal_key_keeps_its_dtype_through_the_workers_shuffle(client):
+    """Dask's p2p shuffle hands the partitions a decimal128[pyarrow] key as object
+    (Decimals), and the key came back as object, though the lazy frame's dtype said
+    decimal128(5, 2)[pyarrow]."""
+    import decimal
+
+    import pyarrow as pa
+
+    frame = pd.DataFrame({
+        "q": pd.array([decimal.Decimal(v) for v in ("1.5", "1.5", "2", "3", "3")],
+                      dtype=pd.ArrowDtype(pa.decimal128(5, 2))),
+        "id": list("abcde"), "score": [0.9, 0.4, 0.7, 0.5, 0.6], "content": list("vwxyz")})
+    lazy = pack_groups(dd.from_pandas(frame, npartitions=3), by="q", budget=300)
+    result = lazy.compute()
+    assert result["q"].dtype == lazy.dtypes["q"] == frame["q"].dtype
+    expected = rms_duck.pack_batches(frame, by="q", budget=300).to_pandas()
+    assert result["q"].tolist() == expected["q"].tolist()
+    assert result["context"].tolist() == expected["context"].tolist()
+
+
 def test_missing_dask_is_named_with_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.dataframe", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'rms-duck\[dask\]'"):
