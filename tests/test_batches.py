@@ -384,6 +384,22 @@ def test_a_bad_candidate_is_named_by_its_groups_key(monkeypatch, processes):
     assert "field 'content' is required text" in str(caught.value)
 
 
+def test_a_key_column_of_null_type_is_one_null_group():
+    # An all-NULL key (DuckDB's `NULL AS tenant`, a pandas column of None) has Arrow type
+    # null, which Arrow cannot compare: pack_batches raised ArrowNotImplementedError.
+    candidates = {"id": ["a", "b", "c"], "score": [0.9, 0.5, 0.1], "content": ["x", "y", "z"]}
+    typed = rms_duck.pack_batches(pa.table({"q": pa.nulls(3, pa.int64()), **candidates}),
+                                  by="q", budget=300)
+    untyped = rms_duck.pack_batches(pa.table({"q": pa.nulls(3), **candidates}), by="q",
+                                    budget=300)
+    assert untyped.column("q").type == pa.null()
+    assert untyped.drop_columns(["q"]).equals(typed.drop_columns(["q"]))
+    two = rms_duck.pack_batches(pa.table({"q": [2, 1, 2], "tenant": pa.nulls(3), **candidates}),
+                                by=["q", "tenant"], budget=300)
+    assert two.select(["q", "tenant"]).to_pylist() == [{"q": 1, "tenant": None},
+                                                      {"q": 2, "tenant": None}]
+
+
 def test_import_rms_duck_packing_stays_free_of_pyarrow():
     code = ("import sys, rms_duck, rms_duck.packing, rms_duck.dask; "
             "print(sorted(m for m in ('pyarrow', 'duckdb', 'dask') if m in sys.modules))")

@@ -497,6 +497,8 @@ def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
     changed = None
     for key in keys:
         column = data.column(key).combine_chunks()
+        if pa.types.is_null(column.type):
+            continue  # all NULL (`NULL AS tenant`): one group, and Arrow cannot compare it
         a, b = column.slice(1), column.slice(0, n - 1)
         differs = pc.if_else(pc.and_(a.is_valid(), b.is_valid()),
                              pc.not_equal(a, b), pc.not_equal(a.is_valid(), b.is_valid()))
@@ -504,7 +506,8 @@ def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
             both_nan = pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)
             differs = pc.and_(differs, pc.invert(both_nan))
         changed = differs if changed is None else pc.or_(changed, differs)
-    assert changed is not None
+    if changed is None:
+        return [0]
     return [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
 
 
