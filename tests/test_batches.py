@@ -141,8 +141,11 @@ def test_nanosecond_pandas_times_match_microsecond_ones():
     micro = frame.assign(event_time=frame["event_time"].dt.as_unit("us"))
     assert rms_duck.pack_batches(frame, by="g", budget=300).equals(
         rms_duck.pack_batches(micro, by="g", budget=300))
-    frame.loc[0, "event_time"] += pd.Timedelta(1, "ns")
-    with pytest.raises(CandidateError, match="'event_time' holds times with nanoseconds"):
+    frame.loc[1, "event_time"] += pd.Timedelta(1, "ns")
+    # The value and its candidate are named, as every other path names them.
+    with pytest.raises(CandidateError, match=r"'event_time' holds times with nanoseconds, "
+                       r"such as 2024-05-01 10:00:00\.000000001\+00:00 \(candidate id "
+                       + repr(frame.loc[1, "id"]) + r" in the group g=1\)"):
         rms_duck.pack_batches(frame, by="g", budget=300)
 
 

@@ -124,10 +124,12 @@ def group_lists(data: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, pa.Array
     pairs = [(name, field) for name in data.column_names
              if (field := candidate_field(name, exact=name in keys)) is not None]
     names, fields = [name for name, _ in pairs], [field for _, field in pairs]
-    values = pa.StructArray.from_arrays(
-        [_candidate_column(data, name) for name in names], names=fields) if len(data) else \
-        pa.array([], pa.struct([(field, data.schema.field(name).type)
-                                for name, field in zip(names, fields, strict=True)]))
+    if len(data):
+        values = pa.StructArray.from_arrays(
+            [_candidate_column(data, name, keys) for name in names], names=fields)
+    else:
+        values = pa.array([], pa.struct([(field, data.schema.field(name).type)
+                                         for name, field in zip(names, fields, strict=True)]))
     offsets = starts + [len(data)]
     list_type = pa.int64() if len(data) >= 2**31 else pa.int32()
     array_type = pa.LargeListArray if list_type == pa.int64() else pa.ListArray
@@ -511,7 +513,7 @@ def _group_starts(data: pa.Table, keys: Sequence[str]) -> list[int]:
     return [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
 
 
-def _candidate_column(data: pa.Table, name: str) -> pa.Array:
+def _candidate_column(data: pa.Table, name: str, keys: Sequence[str]) -> pa.Array:
     """The column as the candidate reads it: nanosecond times (pandas) become microseconds,
     the precision of the SQL path, and refuse to lose digits."""
     import pyarrow as pa
@@ -523,9 +525,25 @@ def _candidate_column(data: pa.Table, name: str) -> pa.Array:
             column = column.cast(pa.timestamp("us", kind.tz))
         except pa.ArrowInvalid:
             raise CandidateError(
-                f"column {name!r} holds times with nanoseconds; candidates keep microseconds "
+                f"column {name!r} holds times with nanoseconds, such as "
+                f"{_finer_than_microseconds(data, name, keys)}; candidates keep microseconds "
                 f"(as TIMESTAMPTZ does): round it, e.g. df[{name!r}].dt.floor('us')") from None
     return column
+
+
+def _finer_than_microseconds(data: pa.Table, name: str, keys: Sequence[str]) -> str:
+    """The first time of the column with nanoseconds, its candidate's id and group, as
+    '2024-05-01 10:00:00.000000001+00:00 (candidate id 'a' in the group q=1)'."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = data.column(name).combine_chunks()
+    rounded = column.cast(pa.timestamp("us", column.type.tz), safe=False).cast(column.type)
+    row = pc.index(pc.not_equal(column, rounded), True).as_py()
+    ids = [c for c in data.column_names if candidate_field(c, exact=c in keys) == "id"]
+    who = f"candidate id {data.column(ids[0])[row].as_py()!r}" if ids else f"row {row}"
+    group = ", ".join(f"{k}={data.column(k)[row].as_py()!r}" for k in keys)
+    return f"{column[row]} ({who} in the group {group})"
 
 
 def _line_costs(source: LineCostSource, config: PackingConfig) -> LineCosts | None:
