@@ -42,7 +42,7 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
         config (at once); candidate errors surface when the result is computed.
     """
     dd, pd = _imports()
-    from .packing.batches import _key_names
+    from .packing.batches import _key_names, check_line_cost_source
     from .packing.pipeline import _check_budget
 
     if not isinstance(ddf, dd.DataFrame):
@@ -52,6 +52,8 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
     keys = list(_key_names(by))
     budget = _check_budget(budget)
     config = parse_config(config)
+    # Its kind is checked here; the file is read where it must be reachable, on the workers.
+    check_line_cost_source(line_costs)
     missing = [k for k in keys if k not in ddf.columns]
     if missing:
         raise ConfigError(f"group key column {missing[0]!r} is not in the DataFrame (columns: "

@@ -166,6 +166,9 @@ def test_errors_surface_from_the_workers_and_at_once(client):
         pack_groups(ddf, by="q", budget=300, config={"formatt": "reader"})
     with pytest.raises(ConfigError, match="budget must be a whole number"):
         pack_groups(ddf, by="q", budget=None)
+    # Not only once the workers run: a line_costs of the wrong kind raises at once.
+    with pytest.raises(ConfigError, match="line_costs must be a LineCosts or the path"):
+        pack_groups(ddf, by="q", budget=300, line_costs=42)
     with pytest.raises(ConfigError, match="ddf must be a dask DataFrame, got DataFrame"):
         pack_groups(frame, by="q", budget=300)
 

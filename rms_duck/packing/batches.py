@@ -547,9 +547,14 @@ def _finer_than_microseconds(data: pa.Table, name: str, keys: Sequence[str]) -> 
 
 
 def _line_costs(source: LineCostSource, config: PackingConfig) -> LineCosts | None:
-    if source is None or isinstance(source, LineCosts):
-        return source
+    check_line_cost_source(source)
     if isinstance(source, (str, os.PathLike)):
         return LineCosts.read(source, encoding=config.encoding)
-    raise ConfigError(f"line_costs must be a LineCosts or the path of a file written by "
-                      f"rms_duck.export_line_costs(), got {type(source).__name__}")
+    return source
+
+
+def check_line_cost_source(source: object) -> None:
+    """Raise ConfigError unless `source` is None, a LineCosts or a path."""
+    if not (source is None or isinstance(source, (LineCosts, str, os.PathLike))):
+        raise ConfigError(f"line_costs must be a LineCosts or the path of a file written by "
+                          f"rms_duck.export_line_costs(), got {type(source).__name__}")
