@@ -91,6 +91,12 @@ def test_dask_line_cost_and_store_blocks_run_in_order(tmp_path, monkeypatch):
         exec(compile(block(heading), f"scale-out.md: {heading}", "exec"), scope)
     assert scope["stored"].num_rows == 40
     assert len(pq.read_table(tmp_path / "bundles")) == 40
+    # What the page says about reading them back into pandas and Dask.
+    import dask.dataframe as dd
+    import pandas as pd
+
+    assert len(pd.read_parquet(tmp_path / "bundles", dtype_backend="pyarrow")) == 40
+    assert len(dd.read_parquet(tmp_path / "bundles", dtype_backend="pyarrow").compute()) == 40
 
 
 @pytest.mark.slow
