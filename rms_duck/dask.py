@@ -58,6 +58,14 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
     if missing:
         raise ConfigError(f"group key column {missing[0]!r} is not in the DataFrame (columns: "
                           f"{', '.join(map(str, ddf.columns))}); pass by= one of those")
+    for key in keys:
+        dtype = ddf._meta[key].dtype
+        if isinstance(dtype, pd.CategoricalDtype) and _UNKNOWN in dtype.categories:
+            # Each partition has categories of its own, which the bundles' key column
+            # cannot take: every key came back NaN.
+            raise ConfigError(
+                f"group key column {key!r} is categorical with unknown categories; make them "
+                f"known first: ddf[{key!r}] = ddf[{key!r}].cat.as_known()")
     meta = _meta(pd, ddf._meta, keys, inputs)
     options = {"keys": keys, "budget": budget, "config": config, "line_costs": line_costs,
                "inputs": inputs, "meta": meta, "key_rows": ddf._meta[keys]}
@@ -70,6 +78,10 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
     unkeyed = ddf[null_first].repartition(npartitions=1).map_partitions(_pack_partition,
                                                                          **options)
     return dd.concat([keyed, unkeyed])
+
+
+# What Dask's meta holds for a categorical whose categories only the partitions know.
+_UNKNOWN = "__UNKNOWN_CATEGORIES__"
 
 
 def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingConfig,

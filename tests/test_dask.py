@@ -213,6 +213,27 @@ def test_a_decimal_key_keeps_its_dtype_through_the_workers_shuffle(client):
     assert result["context"].tolist() == expected["context"].tolist()
 
 
+def test_a_categorical_key_of_unknown_categories_is_refused_with_the_fix():
+    """Every key of such a column came back NaN: the partitions' bundles could not take
+    the categories Dask had left to each partition."""
+    import dask
+
+    frame = pd.DataFrame({"q": ["b", "b", "a", "c", None], "id": list("vwxyz"),
+                          "score": [0.5] * 5, "content": list("VWXYZ")})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    ddf["q"] = ddf["q"].astype("category")
+    with pytest.raises(ConfigError, match=r"group key column 'q' is categorical with unknown "
+                       r"categories; make them known first: ddf\['q'\] = ddf\['q'\]"
+                       r"\.cat\.as_known\(\)"):
+        pack_groups(ddf, by="q", budget=300)
+    ddf["q"] = ddf["q"].cat.as_known()
+    with dask.config.set(scheduler="sync"):
+        result = pack_groups(ddf, by="q", budget=300).compute()
+    expected = rms_duck.pack_batches(frame, by="q", budget=300)
+    assert result["q"].tolist()[:3] == ["a", "b", "c"] and pd.isna(result["q"].tolist()[3])
+    assert result["context"].tolist() == expected.column("context").to_pylist()
+
+
 def test_missing_dask_is_named_with_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.dataframe", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'rms-duck\[dask\]'"):
