@@ -197,6 +197,8 @@ def test_inputs_column_is_what_pack_stores(con):
     ({"by": "q", "line_costs": "/nonexistent/costs.parquet"}, ConfigError,
      "line_costs file '/nonexistent/costs.parquet' cannot be read"),
     ({"by": "tags"}, ConfigError, "'tags' has type list<item: string>; group by scalar"),
+    # Two columns named q came out, which store_batches could not sort (ArrowInvalid).
+    ({"by": ["q", "q"]}, ConfigError, r"by names the key column 'q' twice; name it once"),
 ])
 def test_bad_arguments_name_the_field_and_the_fix(kwargs, error, message):
     table = pa.Table.from_pylist([{"q": 1, "context": "x", "tags": ["a"], **rows(1)[0]}])

@@ -365,6 +365,12 @@ def _key_names(by: str | Sequence[str]) -> tuple[str, ...]:
     if not keys or not all(isinstance(k, str) and k for k in keys):
         raise ConfigError(f"by must name the group key column(s), got {by!r}; "
                           "for example by='q' or by=['session_id', 'turn']")
+    twice = [k for k in keys if keys.count(k) > 1]
+    if twice:
+        # The result would hold two columns of that name, which nothing downstream can
+        # tell apart (store_batches could not sort by it).
+        raise ConfigError(f"by names the key column {twice[0]!r} twice; name it once, "
+                          f"for example by={list(dict.fromkeys(keys))!r}")
     clash = [k for k in keys if k in BUNDLE_FIELDS or k == INPUTS_COLUMN]
     if clash:
         raise ConfigError(f"group key column {clash[0]!r} has the name of a bundle field; "
