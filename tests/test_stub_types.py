@@ -121,3 +121,50 @@ def test_a_file_with_the_earlier_replay_stub_verifies_and_is_upgraded_silently(t
     with pytest.raises(duckdb.Error, match=re.escape("rms_replay() runs Python")):
         plain.execute("SELECT seq FROM rms_replay()").fetchall()
     plain.close()
+
+
+def _file_of_the_release_before_the_ranking_checks(path: str) -> None:
+    """As rms_duck left a file until 2026-12-04: the ranking macros of
+    sql/earlier_macros.sql, no rms_bm25_k1 (which the argument checks added), and that
+    release's digest of the persistent macros."""
+    from rms_duck.duck.shipped import EARLIER_MACRO_FILE
+    from rms_duck.duck.sqlfiles import read_sql
+
+    rms_duck.connect(path).close()
+    plain = duckdb.connect(path)
+    plain.execute(read_sql(EARLIER_MACRO_FILE))
+    plain.execute("DROP MACRO rms_bm25_k1")
+    plain.execute("UPDATE rms_schema_version SET sql_sha256 = 'earlier' WHERE version = 2")
+    plain.close()
+
+
+def test_a_file_of_the_previous_release_verifies_read_only_and_is_upgraded_silently(tmp_path):
+    """An untouched file made the day before reported its ranking macros as changed and
+    rms_bm25_k1 as missing, so `rms-duck audit` of it failed until a writable connect."""
+    import warnings
+
+    path = str(tmp_path / "earlier.duckdb")
+    _file_of_the_release_before_the_ranking_checks(path)
+    plain = duckdb.connect(path, read_only=True)
+    assert rms_duck.verify_receipts(plain) == []
+    plain.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rms_duck.connect(path).close()
+    plain = duckdb.connect(path, read_only=True)
+    assert rms_duck.verify_receipts(plain) == []
+    assert plain.execute("SELECT count(*) FROM duckdb_functions() "
+                         "WHERE function_name = 'rms_bm25_k1'").fetchall() == [(1,)]
+    plain.close()
+
+
+def test_a_current_file_missing_an_object_of_this_release_is_reported(tmp_path):
+    path = str(tmp_path / "current.duckdb")
+    rms_duck.connect(path).close()
+    plain = duckdb.connect(path)
+    plain.execute("DROP MACRO rms_bm25_k1")
+    plain.close()
+    plain = duckdb.connect(path, read_only=True)
+    assert [(p.problem, p.object_name) for p in rms_duck.verify_receipts(plain)] == [
+        ("STORED_OBJECT_MISSING", "rms_bm25_k1")]
+    plain.close()
