@@ -105,11 +105,11 @@ def _file_with_the_earlier_replay_stub(path: str) -> None:
     plain.close()
 
 
-def test_a_file_with_the_earlier_replay_stub_verifies_and_is_upgraded_silently(tmp_path):
+def _verifies_read_only_then_upgrades_silently(path: str) -> duckdb.DuckDBPyConnection:
+    """Verify the file read-only, connect writable once (no warning may be raised), and
+    return a plain read-only connection to the upgraded file, which verifies too."""
     import warnings
 
-    path = str(tmp_path / "earlier.duckdb")
-    _file_with_the_earlier_replay_stub(path)
     plain = duckdb.connect(path, read_only=True)
     assert rms_duck.verify_receipts(plain) == []
     plain.close()
@@ -118,6 +118,13 @@ def test_a_file_with_the_earlier_replay_stub_verifies_and_is_upgraded_silently(t
         rms_duck.connect(path).close()
     plain = duckdb.connect(path, read_only=True)
     assert rms_duck.verify_receipts(plain) == []
+    return plain
+
+
+def test_a_file_with_the_earlier_replay_stub_verifies_and_is_upgraded_silently(tmp_path):
+    path = str(tmp_path / "earlier.duckdb")
+    _file_with_the_earlier_replay_stub(path)
+    plain = _verifies_read_only_then_upgrades_silently(path)
     with pytest.raises(duckdb.Error, match=re.escape("rms_replay() runs Python")):
         plain.execute("SELECT seq FROM rms_replay()").fetchall()
     plain.close()
@@ -141,18 +148,9 @@ def _file_of_the_release_before_the_ranking_checks(path: str) -> None:
 def test_a_file_of_the_previous_release_verifies_read_only_and_is_upgraded_silently(tmp_path):
     """An untouched file made the day before reported its ranking macros as changed and
     rms_bm25_k1 as missing, so `rms-duck audit` of it failed until a writable connect."""
-    import warnings
-
     path = str(tmp_path / "earlier.duckdb")
     _file_of_the_release_before_the_ranking_checks(path)
-    plain = duckdb.connect(path, read_only=True)
-    assert rms_duck.verify_receipts(plain) == []
-    plain.close()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        rms_duck.connect(path).close()
-    plain = duckdb.connect(path, read_only=True)
-    assert rms_duck.verify_receipts(plain) == []
+    plain = _verifies_read_only_then_upgrades_silently(path)
     assert plain.execute("SELECT count(*) FROM duckdb_functions() "
                          "WHERE function_name = 'rms_bm25_k1'").fetchall() == [(1,)]
     plain.close()
