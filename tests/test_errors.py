@@ -422,7 +422,7 @@ def test_ranking_query_is_rejected_and_nothing_is_stored(shared_con, query, phra
     assert "t2" not in {r[0] for r in shared_con.sql("SHOW TABLES").fetchall()}
 
 
-@pytest.mark.parametrize("params", ["abc", b"ab", 5])
+@pytest.mark.parametrize("params", ["abc", b"ab", 5, {"heron", "maya"}])
 def test_params_that_are_not_a_list_of_values_are_named(shared_con, params):
     # A str was split into characters, so DuckDB complained of a count mismatch; an int
     # raised TypeError. (A dict binds $name placeholders: test_query_guard.py.)
@@ -430,6 +430,13 @@ def test_params_that_are_not_a_list_of_values_are_named(shared_con, params):
                                           r"\? placeholders \(or a dict for \$name ones\), got "):
         rms_duck.pack(shared_con, "SELECT ? AS id, 0.5 AS score, 'x' AS content",
                       params=params, budget=500)
+    assert count_stored(shared_con) == (0, 0)
+
+
+def test_params_beside_a_table_are_refused_not_ignored(shared_con):
+    with pytest.raises(ConfigError, match=r"params fill a ranking query's placeholders, but "
+                                          r"candidates is a Table, not a query"):
+        rms_duck.pack(shared_con, pa.Table.from_pylist([GOOD]), params=["x"], budget=500)
     assert count_stored(shared_con) == (0, 0)
 
 

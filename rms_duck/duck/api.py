@@ -61,6 +61,11 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     config = parse_config(config)
     _check_limits(timeout, max_rows)
     values = _query_params(params)
+    if params is not None and not isinstance(candidates, str):
+        raise ConfigError(
+            "params fill a ranking query's placeholders, but candidates is a "
+            f"{type(candidates).__name__}, not a query, so they would be ignored; leave "
+            "params out, or pass the ranking query text as candidates")
     query = None
     if isinstance(candidates, str):
         with _connection_lock(con):  # threads may share `con`: it refuses a second caller
@@ -249,7 +254,8 @@ def _query_params(params: Sequence[Any] | Mapping[str, Any] | None
         return []
     if isinstance(params, Mapping):
         return dict(params)
-    if isinstance(params, (str, bytes)) or not isinstance(params, Iterable):
+    # A set has no order, so its values would meet the placeholders in hash order.
+    if isinstance(params, (str, bytes, set, frozenset)) or not isinstance(params, Iterable):
         raise ConfigError(f"params must be a list of values for the query's ? placeholders "
                           f"(or a dict for $name ones), got {type(params).__name__} "
                           f"{params!r:.80}; pass for example params=[question, namespace]")
