@@ -23,28 +23,37 @@ def tiny(thread: int, i: int) -> pa.Table:
     return pa.Table.from_pylist([{"id": f"t{thread}-{i}", "score": 0.5, "content": f"n{i}"}])
 
 
-def test_threads_with_their_own_cursors_keep_one_chain_consistent(con):
+def on_cursors(con, body) -> None:
+    """Run body(cursor, thread) on THREADS threads at once, each on a cursor of its own;
+    raise the first error any of them met (threads must not die silently)."""
     errors: list[Exception] = []
     start = threading.Barrier(THREADS)
 
-    def writer(thread: int) -> None:
+    def run(thread: int) -> None:
         cur = con.cursor()
         try:
             start.wait()
-            for i in range(PACKS):
-                rms_duck.pack(cur, tiny(thread, i), budget=150, namespace="shared",
-                              session_id=f"thread-{thread}")
-        except Exception as exc:  # noqa: BLE001 - reported below; threads must not die silently
+            body(cur, thread)
+        except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:
             cur.close()
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(THREADS)]
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(THREADS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_threads_with_their_own_cursors_keep_one_chain_consistent(con):
+    def writer(cur, thread: int) -> None:
+        for i in range(PACKS):
+            rms_duck.pack(cur, tiny(thread, i), budget=150, namespace="shared",
+                          session_id=f"thread-{thread}")
+
+    on_cursors(con, writer)
     total = THREADS * PACKS
     assert con.execute("SELECT count(*), min(seq), max(seq), count(DISTINCT seq) "
                        "FROM rms_receipts WHERE chain_namespace = 'shared'").fetchall() == \
@@ -63,30 +72,15 @@ def test_agents_on_threads_append_memory_and_rank_with_rms_candidates(con):
     # the README's agent does each turn. Two refreshes of the lexical index at once failed
     # on a write-write conflict or a duplicate key, and a node another thread added between
     # a refresh and the query failed it on the guard's "index is out of date".
-    errors: list[Exception] = []
-    start = threading.Barrier(THREADS)
+    def agent(cur, thread: int) -> None:
+        for turn in range(8):
+            cur.execute("INSERT INTO rms_nodes (id, namespace_id, content) VALUES "
+                        "(uuid(), ?, ?)", [f"agent-{thread}", f"turn {turn}: heron note"])
+            bundle = rms_duck.pack(cur, "SELECT * FROM rms_candidates(?, ?)",
+                                   params=["heron note", f"agent-{thread}"], budget=400)
+            assert len(bundle.included) == turn + 1
 
-    def agent(thread: int) -> None:
-        cur = con.cursor()
-        try:
-            start.wait()
-            for turn in range(8):
-                cur.execute("INSERT INTO rms_nodes (id, namespace_id, content) VALUES "
-                            "(uuid(), ?, ?)", [f"agent-{thread}", f"turn {turn}: heron note"])
-                bundle = rms_duck.pack(cur, "SELECT * FROM rms_candidates(?, ?)",
-                                       params=["heron note", f"agent-{thread}"], budget=400)
-                assert len(bundle.included) == turn + 1
-        except Exception as exc:  # noqa: BLE001 - reported below; threads must not die silently
-            errors.append(exc)
-        finally:
-            cur.close()
-
-    threads = [threading.Thread(target=agent, args=(t,)) for t in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    on_cursors(con, agent)
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(THREADS * 8,)]
     assert rms_duck.verify_receipts(con) == []
 
