@@ -170,3 +170,50 @@ CREATE OR REPLACE MACRO rms_ranking_cues(cues) AS (
                               'feedback_weight': feedback_weight} END
     FROM checked
 );
+
+-- Until the release after that one (also 2026-12-04), these took docs, terms and rare_df
+-- unchecked.
+CREATE OR REPLACE MACRO rms_feedback_terms(query, namespace := NULL, docs := 5, terms := 10) AS TABLE
+    WITH first AS MATERIALIZED (
+        SELECT node_id, bm25 FROM rms_bm25(query, namespace)
+        ORDER BY bm25 DESC, node_id LIMIT docs
+    ),
+    share AS MATERIALIZED (
+        SELECT node_id, bm25 / (SELECT sum(bm25 ORDER BY bm25) FROM first) AS w FROM first
+    ),
+    scope AS MATERIALIZED (
+        SELECT d.node_id FROM rms_lexical_docs AS d JOIN rms_nodes AS n ON n.id = d.node_id
+        WHERE (namespace IS NULL OR n.namespace_id = namespace)
+          AND rms_retrievable(n.lifecycle_state)
+    ),
+    picked AS MATERIALIZED (
+        SELECT t.term, sum(s.w * t.tf / greatest(d.n_terms, 1)
+                           ORDER BY s.w * t.tf / greatest(d.n_terms, 1)) AS mass
+        FROM share AS s JOIN rms_lexical_terms AS t USING (node_id)
+        JOIN rms_lexical_docs AS d USING (node_id)
+        WHERE t.term NOT IN (SELECT term FROM rms_query_terms(query))
+        GROUP BY t.term
+    ),
+    df AS MATERIALIZED (
+        SELECT t.term, count(*) AS n
+        FROM rms_lexical_terms AS t JOIN scope USING (node_id)
+        WHERE t.term IN (SELECT term FROM picked)
+        GROUP BY t.term
+    ),
+    weighted AS MATERIALIZED (
+        SELECT p.term, p.mass * ln(1 + (SELECT count(*) FROM scope) / df.n) AS w
+        FROM picked AS p JOIN df USING (term)
+    )
+    SELECT term, w / max(w) OVER () AS weight
+    FROM weighted ORDER BY w DESC, term LIMIT terms;
+
+CREATE OR REPLACE MACRO rms_specificity(namespace := NULL, rare_df := 2) AS TABLE
+    WITH scope AS MATERIALIZED (
+        SELECT t.node_id, t.term
+        FROM rms_lexical_terms AS t JOIN rms_nodes AS n ON n.id = t.node_id
+        WHERE (namespace IS NULL OR n.namespace_id = namespace)
+          AND rms_retrievable(n.lifecycle_state)
+    ),
+    df AS MATERIALIZED (SELECT term, count(*) AS n FROM scope GROUP BY term)
+    SELECT node_id, least(1.0, count(*) FILTER (WHERE df.n <= rare_df) / 3.0) AS specificity
+    FROM scope JOIN df USING (term) GROUP BY node_id;

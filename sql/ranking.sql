@@ -202,13 +202,27 @@ CREATE OR REPLACE MACRO rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75)
     SELECT node_id, sum(part ORDER BY part) AS bm25 FROM parts GROUP BY node_id;
 COMMENT ON MACRO TABLE rms_bm25 IS 'rms_bm25(query, namespace := NULL, k1 := 1.2, b := 0.75): node_id, bm25 for nodes sharing a word stem with the query';
 
+-- rms_count_arg: a whole-number argument >= 0 as BIGINT, or an error naming the macro and the
+-- argument (a negative one failed as "LIMIT/OFFSET cannot be negative", 2.5 was rounded, and
+-- NULL or true passed as no limit or 1 without a word)
+CREATE OR REPLACE MACRO rms_count_arg(value, fn, name, example) AS
+    CASE WHEN typeof(value) <> 'BOOLEAN' AND isfinite(TRY_CAST(value AS DOUBLE))
+              AND TRY_CAST(value AS DOUBLE) >= 0
+              AND TRY_CAST(value AS DOUBLE) = floor(TRY_CAST(value AS DOUBLE))
+              AND TRY_CAST(value AS DOUBLE) <= 4611686018427387904
+         THEN CAST(value AS BIGINT)
+         ELSE error(fn || ': ' || name || ' must be a whole number >= 0, got '
+                    || coalesce(CAST(value AS VARCHAR), 'NULL') || '; pass for example '
+                    || name || ' := ' || example) END;
+COMMENT ON MACRO rms_count_arg IS 'rms_count_arg(value, fn, name, example): value as BIGINT; an error naming fn and name when it is not a whole number >= 0';
+
 -- rms_feedback_terms: pseudo-relevance feedback (RM3-style): the stems that weigh most in
 -- the top `docs` BM25 hits (term frequency in the hit x the hit's share of the score x
 -- rarity), the query's own stems left out; weights scaled so the first is 1
 CREATE OR REPLACE MACRO rms_feedback_terms(query, namespace := NULL, docs := 5, terms := 10) AS TABLE
     WITH first AS MATERIALIZED (
         SELECT node_id, bm25 FROM rms_bm25(query, namespace)
-        ORDER BY bm25 DESC, node_id LIMIT docs
+        ORDER BY bm25 DESC, node_id LIMIT rms_count_arg(docs, 'rms_feedback_terms', 'docs', '5')
     ),
     share AS MATERIALIZED (
         SELECT node_id, bm25 / (SELECT sum(bm25 ORDER BY bm25) FROM first) AS w FROM first
@@ -237,7 +251,8 @@ CREATE OR REPLACE MACRO rms_feedback_terms(query, namespace := NULL, docs := 5, 
         FROM picked AS p JOIN df USING (term)
     )
     SELECT term, w / max(w) OVER () AS weight
-    FROM weighted ORDER BY w DESC, term LIMIT terms;
+    FROM weighted ORDER BY w DESC, term
+    LIMIT rms_count_arg(terms, 'rms_feedback_terms', 'terms', '10');
 COMMENT ON MACRO TABLE rms_feedback_terms IS 'rms_feedback_terms(query, namespace := NULL, docs := 5, terms := 10): term, weight: RM3-style expansion stems from the top BM25 hits';
 
 -- rms_ngram_similarity: the NGRAM path, cosine over the sets of character trigrams
@@ -379,9 +394,12 @@ CREATE OR REPLACE MACRO rms_specificity(namespace := NULL, rare_df := 2) AS TABL
         WHERE (namespace IS NULL OR n.namespace_id = namespace)
           AND rms_retrievable(n.lifecycle_state)
     ),
-    df AS MATERIALIZED (SELECT term, count(*) AS n FROM scope GROUP BY term)
-    SELECT node_id, least(1.0, count(*) FILTER (WHERE df.n <= rare_df) / 3.0) AS specificity
-    FROM scope JOIN df USING (term) GROUP BY node_id;
+    df AS MATERIALIZED (SELECT term, count(*) AS n FROM scope GROUP BY term),
+    arg AS MATERIALIZED (
+        SELECT rms_count_arg(rare_df, 'rms_specificity', 'rare_df', '2') AS rare_df)
+    SELECT node_id, least(1.0, count(*) FILTER (WHERE df.n <= arg.rare_df) / 3.0)
+               AS specificity
+    FROM scope JOIN df USING (term), arg GROUP BY node_id;
 COMMENT ON MACRO TABLE rms_specificity IS 'rms_specificity(namespace := NULL, rare_df := 2): node_id, specificity in [0, 1] (share of 3 rare stems)';
 
 -- rms_ranking_cues: validated settings of the cues added to the composite score, defaults

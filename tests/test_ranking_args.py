@@ -3,6 +3,8 @@ no direction never ranks (review of the SQL surface, each case from its reproduc
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 
@@ -153,3 +155,30 @@ def test_bm25_parameters_out_of_range_are_an_error_naming_them(ranked, call):
         ranked.execute(f"SELECT * FROM {call}").fetchall()
     assert ranked.execute("SELECT count(*) FROM rms_bm25('budget', k1 := 0, b := 1)"
                           ).fetchall() == [(2,)]
+
+
+@pytest.mark.parametrize(("call", "name", "value"), [
+    ("rms_feedback_terms('budget', docs := -1)", "docs", "-1"),
+    ("rms_feedback_terms('budget', docs := NULL)", "docs", "NULL"),
+    ("rms_feedback_terms('budget', docs := true)", "docs", "true"),
+    ("rms_feedback_terms('budget', terms := 2.5)", "terms", "2.5"),
+    ("rms_feedback_terms('budget', terms := 'a')", "terms", "a"),
+    ("rms_specificity(rare_df := -3)", "rare_df", "-3"),
+    ("rms_specificity(rare_df := NULL)", "rare_df", "NULL"),
+])
+def test_count_arguments_that_are_not_whole_numbers_are_an_error_naming_them(
+        ranked, call, name, value):
+    """docs := -1 failed as "LIMIT/OFFSET cannot be negative", terms := 'a' as a failed cast
+    to INT64; terms := 2.5 was rounded, docs := NULL meant no limit and rare_df := -3 made
+    every node 0, all without a word."""
+    function = call.split("(")[0]
+    with pytest.raises(duckdb.Error, match=rf"{function}: {name} must be a whole number >= 0, "
+                                           rf"got {re.escape(value)}; pass for example {name} := "):
+        ranked.execute(f"SELECT * FROM {call}").fetchall()
+
+
+def test_count_arguments_given_as_whole_numbers_still_rank(ranked):
+    assert len(ranked.execute("SELECT * FROM rms_feedback_terms('budget', docs := 2, "
+                              "terms := '3')").fetchall()) == 3
+    assert ranked.execute("SELECT count(*) FROM rms_specificity(rare_df := 0.0)"
+                          ).fetchall() == [(3,)]

@@ -141,6 +141,24 @@ def _file_of_the_release_before_the_ranking_checks(path: str) -> None:
     plain = duckdb.connect(path)
     plain.execute(read_sql(EARLIER_MACRO_FILE))
     plain.execute("DROP MACRO rms_bm25_k1")
+    plain.execute("DROP MACRO rms_count_arg")
+    plain.execute("UPDATE rms_schema_version SET sql_sha256 = 'earlier' WHERE version = 2")
+    plain.close()
+
+
+def _file_of_the_release_before_the_count_checks(path: str) -> None:
+    """As the release after that left a file: today's ranking macros but the earlier
+    rms_feedback_terms and rms_specificity, which took docs, terms and rare_df unchecked,
+    and no rms_count_arg."""
+    from rms_duck.duck.shipped import EARLIER_MACRO_FILE
+    from rms_duck.duck.sqlfiles import read_sql
+
+    rms_duck.connect(path).close()
+    plain = duckdb.connect(path)
+    for statement in duckdb.extract_statements(read_sql(EARLIER_MACRO_FILE)):
+        if re.search(r"MACRO (rms_feedback_terms|rms_specificity)\(", statement.query):
+            plain.execute(statement.query)
+    plain.execute("DROP MACRO rms_count_arg")
     plain.execute("UPDATE rms_schema_version SET sql_sha256 = 'earlier' WHERE version = 2")
     plain.close()
 
@@ -156,13 +174,25 @@ def test_a_file_of_the_previous_release_verifies_read_only_and_is_upgraded_silen
     plain.close()
 
 
-def test_a_current_file_missing_an_object_of_this_release_is_reported(tmp_path):
+def test_a_file_of_the_release_before_the_count_checks_verifies_and_is_upgraded(tmp_path):
+    """Its rms_feedback_terms and rms_specificity differ from today's, and it has no
+    rms_count_arg: an untouched file of that release must still verify read-only."""
+    path = str(tmp_path / "earlier.duckdb")
+    _file_of_the_release_before_the_count_checks(path)
+    plain = _verifies_read_only_then_upgrades_silently(path)
+    with pytest.raises(duckdb.Error, match="rms_specificity: rare_df must be a whole number"):
+        plain.execute("SELECT * FROM rms_specificity(rare_df := -1)").fetchall()
+    plain.close()
+
+
+@pytest.mark.parametrize("name", ["rms_bm25_k1", "rms_count_arg"])
+def test_a_current_file_missing_an_object_of_this_release_is_reported(tmp_path, name):
     path = str(tmp_path / "current.duckdb")
     rms_duck.connect(path).close()
     plain = duckdb.connect(path)
-    plain.execute("DROP MACRO rms_bm25_k1")
+    plain.execute(f"DROP MACRO {name}")
     plain.close()
     plain = duckdb.connect(path, read_only=True)
     assert [(p.problem, p.object_name) for p in rms_duck.verify_receipts(plain)] == [
-        ("STORED_OBJECT_MISSING", "rms_bm25_k1")]
+        ("STORED_OBJECT_MISSING", name)]
     plain.close()
