@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import rms_duck
@@ -495,3 +496,46 @@ def test_by_takes_any_iterable_of_names_as_before():
     expected = rms_duck.pack_batches(table, by=["q"], budget=300, processes=1)
     for by in (pd.Index(["q"]), np.array(["q"]), (name for name in ["q"])):
         assert rms_duck.pack_batches(table, by=by, budget=300, processes=1).equals(expected)
+
+
+def test_store_batches_skip_stored_finishes_an_interrupted_run(con, monkeypatch):
+    """A run killed after its first batches kept them; running the same table again stored
+    them a second time. With skip_stored=True only the rest is stored, and the chain is one
+    unbroken run in key order, as one uninterrupted call would have made it."""
+    monkeypatch.setattr("rms_duck.duck.batchstore.BATCH_ROWS", 4)
+    packed = _packed(con, 10)
+    # What a run interrupted after its first two batches leaves: their rows, in key order.
+    rms_duck.store_batches(con, packed.filter(pc.less(packed.column("q"), 8)))
+    stored = rms_duck.store_batches(con, packed, skip_stored=True)
+    assert stored.select(["q", "seq"]).to_pylist() == [{"q": 8, "seq": 9}, {"q": 9, "seq": 10}]
+    assert rms_duck.verify_receipts(con) == []
+    contexts = [row[0] for row in con.execute(
+        "SELECT b.context FROM rms_receipts r JOIN rms_bundles b USING (bundle_id) "
+        "ORDER BY r.seq").fetchall()]
+    assert contexts == packed.column("context").to_pylist()
+    # Nothing left to store: a third run stores nothing and returns the key columns only.
+    again = rms_duck.store_batches(con, packed, skip_stored=True)
+    assert again.num_rows == 0 and again.column_names == stored.column_names
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(10,)]
+
+
+def test_skip_stored_counts_copies_and_keeps_chains_apart(con):
+    """One stored copy serves one row: a table holding the same bundle twice stores the
+    second copy. A bundle stored in another chain (namespace=) is not this chain's."""
+    packed = _packed(con, 2)
+    twice = pa.concat_tables([packed, packed.slice(0, 1)])
+    rms_duck.store_batches(con, packed.slice(0, 1))
+    stored = rms_duck.store_batches(con, twice, skip_stored=True)
+    assert stored.column("q").to_pylist() == [0, 1]
+    other = rms_duck.store_batches(con, packed, namespace="elsewhere", skip_stored=True)
+    assert other.select(["q", "chain_namespace", "seq"]).to_pylist() == [
+        {"q": 0, "chain_namespace": "elsewhere", "seq": 1},
+        {"q": 1, "chain_namespace": "elsewhere", "seq": 2}]
+    assert rms_duck.verify_receipts(con) == []
+
+
+def test_skip_stored_must_be_a_bool(con):
+    with pytest.raises(ConfigError, match=r"skip_stored must be True or False, got 'yes'; "
+                                          r"pass skip_stored=True"):
+        rms_duck.store_batches(con, _packed(con, 1), skip_stored="yes")
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]

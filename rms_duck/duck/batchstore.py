@@ -10,7 +10,9 @@ Python, instead of a transaction per bundle.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +35,7 @@ _NEEDED = ("context", "tokens_used", "context_budget", "included", "excluded", "
 
 def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
                   by: str | Sequence[str] | None = None, namespace: str | None = None,
-                  session_id: str | None = None) -> pa.Table:
+                  session_id: str | None = None, skip_stored: bool = False) -> pa.Table:
     """Append packed bundles and their receipts to the store, in group-key order.
 
     Args:
@@ -45,15 +47,21 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
         namespace: the receipt chain to extend (default: each bundle's candidates' shared
             namespace, else '').
         session_id: recorded on every bundle and receipt.
+        skip_stored: leave out each row whose bundle the store already holds (the same
+            chain, context and inputs), once per stored copy: running the table again after
+            an interrupted run stores only what that run did not.
 
     Returns:
-        One row per stored bundle, in chain order: the key column(s), bundle_id,
-        receipt_id, chain_namespace and seq.
+        One row per bundle stored by this call, in chain order: the key column(s),
+        bundle_id, receipt_id, chain_namespace and seq.
 
     Raises:
         ConfigError: a needed column is missing. ReceiptError: a row's receipt does not
         match its context; nothing is stored (every row is checked before any is written).
     """
+    if not isinstance(skip_stored, bool):
+        raise ConfigError(f"skip_stored must be True or False, got {skip_stored!r}; pass "
+                          "skip_stored=True to leave out bundles the store already holds")
     data = as_table(table)
     missing = [name for name in _NEEDED if name not in data.column_names]
     if missing:
@@ -80,19 +88,45 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     except RmsError as exc:
         raise type(exc)(f"{exc} (nothing was stored)") from exc.__cause__
     stored = []
+    kept: list[bool] = []
     cur = cursor(con)
     try:
-        stored.extend(append_pending(cur, first))
-        for batch in batches[1:]:
-            rows = [_prepared(row, keys, namespace, session_id) for row in batch()]
-            stored.extend(append_pending(cur, rows))
+        held = _held(cur, data) if skip_stored else Counter()
+        for rows in itertools.chain([first], ([_prepared(row, keys, namespace, session_id)
+                                               for row in batch()] for batch in batches[1:])):
+            fresh = [not _take(held, row) for row in rows]
+            kept.extend(fresh)
+            stored.extend(append_pending(
+                cur, [row for row, keep in zip(rows, fresh, strict=True) if keep]))
     finally:
         cur.close()
     result = data.select(list(keys))
+    if not all(kept):
+        result = result.filter(pa.array(kept, pa.bool_()))
     for name, kind in (("bundle_id", pa.string()), ("receipt_id", pa.string()),
                        ("chain_namespace", pa.string()), ("seq", pa.int64())):
         result = result.append_column(name, pa.array([getattr(s, name) for s in stored], kind))
     return result
+
+
+def _held(cur, data: pa.Table) -> Counter[tuple[str, str, str]]:
+    """(chain, context_sha256, inputs digest) of each stored bundle that shares a context
+    with a row of `data`, counted."""
+    digests = pc.unique(data.column("context_sha256")).to_pylist()
+    found = cur.execute("SELECT namespace_id, context_sha256, inputs FROM rms_bundles "
+                        "WHERE list_contains(?, context_sha256)", [digests]).fetchall()
+    return Counter((chain, digest, sha256_text(inputs or "")) for chain, digest, inputs in found)
+
+
+def _take(held: Counter[tuple[str, str, str]], row: Pending) -> bool:
+    """Whether the store already holds this row's bundle; one stored copy serves one row."""
+    if not held:
+        return False
+    key = (row.chain, row.context_sha256, sha256_text(row.inputs))
+    if held[key] <= 0:
+        return False
+    held[key] -= 1
+    return True
 
 
 def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
