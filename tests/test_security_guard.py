@@ -39,6 +39,21 @@ def test_the_owners_logged_queries_do_not_leak(con):
     con.execute("CALL disable_logging()")
 
 
+@pytest.mark.parametrize("inner", [
+    "select current_setting(''temp_directory'') as s",
+    "select * from read_csv(''/nonexistent/secret.csv'')",
+])
+def test_sql_inside_json_serialize_plan_is_rejected(con, inner):
+    """json_serialize_plan binds the SQL in its string, where the guard cannot see: with
+    optimize:=true it folded current_setting() into the plan, and its errors told which
+    files exist."""
+    con.execute("SET temp_directory = '/home/secret_user/tmp'")
+    sql = ("SELECT 'p' AS id, 0.5 AS score, json_serialize_plan("
+           f"'{inner}', optimize:=true) AS content")
+    with pytest.raises(QueryRejectedError, match="json_serialize_plan"):
+        rms_duck.pack(con, sql, budget=2000, store=False)
+
+
 def _old_fingerprint(tree):
     shape = normalize_identifiers(tree.copy(), dialect="duckdb")
     shape = shape.transform(lambda n: exp.Placeholder() if isinstance(n, exp.Literal) else n)

@@ -44,12 +44,14 @@ _FORBIDDEN_NODES = tuple(
     ) if node is not None
 )
 # Scalar functions that read files, touch sequences, variables, secrets, settings or
-# logs, sleep, pack, or store (rms_store commits a bundle and receipt through a cursor of
+# logs, sleep, pack, or store. json_serialize_plan binds (and with optimize:=true folds) the
+# SQL in its string argument, out of the guard's sight: it returned current_setting() values
+# and told which files exist (rms_store commits a bundle and receipt through a cursor of
 # its own, which the query's READ ONLY transaction does not cover).
 _FILE_FUNCTIONS = re.compile(
     r"^(read_\w+|glob|sniff_csv|parquet_\w+|iceberg_\w+|delta_scan|json_scan\w*|"
     r"duckdb_secrets|which_secret|getvariable|setvariable|nextval|currval|setval|setseed|"
-    r"write_log|json_execute_serialized_sql|\w+_external_resource\w*|"
+    r"write_log|json_execute_serialized_sql|json_serialize_plan|\w+_external_resource\w*|"
     r"query|query_table|postgres_\w+|sqlite_\w+|mysql_\w+|httpfs\w*|load_\w+|"
     r"install_\w+|pragma_\w+|checkpoint|force_checkpoint|export_\w+|import_\w+|"
     r"enable_logging|disable_logging|truncate_duckdb_logs|duckdb_\w+|arrow_scan\w*|"
