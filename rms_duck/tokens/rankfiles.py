@@ -10,10 +10,13 @@ of tiktoken's URL, so o200k_harmony finds o200k_base.tiktoken and p50k_edit p50k
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import importlib.util
+import io
 import os
+import stat
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -23,6 +26,10 @@ from .openai_specs import RankFile
 
 # file name (e.g. "o200k_base.tiktoken") -> a local path given by register_bpe_file()
 REGISTERED: dict[str, Path] = {}
+# The largest rank file tiktoken pins (o200k_base.tiktoken) is 3.6 MB. Nothing larger is read,
+# and only regular files are: the default cache folder sits in the shared temp directory,
+# where a FIFO under a cache name hung every count and a link to /dev/zero filled memory.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -97,15 +104,43 @@ def bundled_names() -> set[str]:
 
 def _read(path: Path, search: Search) -> bytes | None:
     try:
-        data = path.read_bytes()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         if path in REGISTERED.values():  # the caller named this file: say why it was not used
             search.rejected.append(f"{path}, given to register_bpe_file ({exc.strerror or exc})")
         return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):  # as open() fails on a folder elsewhere
+            if path in REGISTERED.values():
+                search.rejected.append(f"{path}, given to register_bpe_file "
+                                       f"({os.strerror(errno.EISDIR)})")
+        elif not stat.S_ISREG(info.st_mode):
+            search.rejected.append(f"{path} (not a regular file, so never read; remove it or "
+                                   "put the rank file itself there)")
+        else:
+            search.rejected.append(_too_large(path, f"{info.st_size:,} bytes"))
+        return None
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        search.rejected.append(_too_large(path, "it grew while read"))
+        return None
     if path.suffix == ".gz":
         try:
-            return gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+                data = unzipped.read(MAX_FILE_BYTES + 1)
         except (OSError, EOFError, zlib.error):
             search.rejected.append(f"{path} (not a readable gzip file)")
             return None
+        if len(data) > MAX_FILE_BYTES:
+            search.rejected.append(_too_large(path, "gunzipped"))
+            return None
     return data
+
+
+def _too_large(path: Path, how: str) -> str:
+    return (f"{path} ({how}: more than the {MAX_FILE_BYTES:,} bytes any rank file may have; "
+            "put the rank file itself there)")
