@@ -256,3 +256,22 @@ def test_the_shipped_candidates_file_packs_as_the_docs_show(tmp_path):
     db = str(tmp_path / "memory.duckdb")
     stored = json.loads(rms("pack", "--budget", "2000", "--db", db, stdin=lines).stdout)
     assert stored["receipt_id"]
+
+
+def test_json_nested_past_pythons_limit_is_an_error_naming_the_line(tmp_path, capsys):
+    """A stdin line, an eval file line or --cues nested 100,000 deep ended in a RecursionError
+    traceback from json (config and structured_value already said so clearly)."""
+    from rms_duck.cli import main
+    from rms_duck.cli.pack import read_candidates
+    from rms_duck.errors import CandidateError
+
+    deep = ('{"id": "a", "score": 0.5, "content": "x", "structured_value": '
+            + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(CandidateError, match="stdin line 2 is nested too deeply to read"):
+        read_candidates(['{"id": "b", "score": 0.5, "content": "y"}', deep])
+    path = tmp_path / "deep.jsonl"
+    path.write_text(deep + "\n", encoding="utf-8")
+    assert main(["eval", str(path), "--quiet"]) == 1
+    assert "deep.jsonl line 1: nested too deeply to read" in capsys.readouterr().err
+    assert main(["eval", str(path), "--cues", "[" * 100_000 + "]" * 100_000]) == 1
+    assert "--cues must be a JSON object" in capsys.readouterr().err

@@ -87,7 +87,7 @@ def _cues(text: str | None) -> RankingCues:
         return RankingCues.off()
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ConfigError(f"--cues must be a JSON object such as '{{\"speaker\": 0}}' or "
                           f"'off', got {text!r}") from None
     return parse_cues(value)

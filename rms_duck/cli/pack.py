@@ -66,6 +66,11 @@ def read_candidates(stream: Iterable[str], *, storing: bool = False) -> list[dic
                 f"stdin line {number} is not JSON ({exc.msg} at column {exc.pos + 1}): "
                 f"{line.strip()[:80]!r}; write one candidate object per line, for example "
                 '{"id": "n1", "score": 0.9, "content": "..."}') from None
+        except RecursionError:  # json's own limit: a traceback before
+            raise CandidateError(
+                f"stdin line {number} is nested too deeply to read: {line.strip()[:80]!r}; "
+                "write one flat candidate object per line (a structured_value a few levels "
+                "deep)") from None
         if not isinstance(row, dict):
             raise CandidateError(
                 f"stdin line {number} must be a JSON object, got {line.strip()[:80]!r}; "

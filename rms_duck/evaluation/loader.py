@@ -78,6 +78,10 @@ def load_conversations(path: str | Path) -> list[Conversation]:
             record = json.loads(line)
         except ValueError as exc:
             raise EvalDataError(f"{path.name} line {number}: not valid JSON ({exc})") from None
+        except RecursionError:  # json's own limit: a traceback before
+            raise EvalDataError(f"{path.name} line {number}: nested too deeply to read "
+                                f"({line.strip()[:60]!r}...); write one conversation object "
+                                "per line, as docs/evaluation.md shows") from None
         conv = _conversation(record, f"{path.name} line {number}")
         if conv.conversation_id in seen:
             raise EvalDataError(f"{path.name} line {number}: conversation_id "
