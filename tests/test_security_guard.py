@@ -297,3 +297,39 @@ def test_a_ranking_query_cannot_store_through_rms_store(con, store):
         rms_duck.pack(con, sql, budget=500, store=store)
     assert con.sql("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
     assert con.sql("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+def _installed(extension: str) -> bool:
+    con = duckdb.connect()
+    try:
+        return bool(con.execute("SELECT installed FROM duckdb_extensions() "
+                                "WHERE extension_name = ?", [extension]).fetchone()[0])
+    finally:
+        con.close()
+
+
+@pytest.mark.skipif(_installed("inet"), reason="inet is installed here, so it would just load")
+def test_a_ranking_query_cannot_make_duckdb_download_an_extension(con):
+    """Naming a type or function of a known extension (INET, stem) made DuckDB fetch it from
+    extensions.duckdb.org over HTTP and load it, past the guard; rms_duck downloads nothing."""
+    assert con.execute("SELECT current_setting('autoinstall_known_extensions')").fetchone() == (
+        False,)
+    plain = duckdb.connect()
+    try:
+        rms_duck.register(plain)
+        assert plain.execute(
+            "SELECT current_setting('autoinstall_known_extensions')").fetchone() == (False,)
+    finally:
+        plain.close()
+    sql = ("SELECT 'a' AS id, 0.5 AS score, "
+           "CAST(CAST('127.0.0.1' AS INET) AS VARCHAR) AS content")
+    with pytest.raises(duckdb.Error, match="Install it first") as info:
+        rms_duck.pack(con, sql, budget=500, store=False)
+    assert "download" not in str(info.value).lower()
+
+
+@pytest.mark.skipif(_installed("motherduck"), reason="motherduck is installed here")
+def test_a_remote_database_path_does_not_download_its_extension():
+    with pytest.raises(rms_duck.errors.DatabaseOpenError, match="not found") as info:
+        rms_duck.connect("md:rev_no_such_db")
+    assert "download" not in str(info.value).lower()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 
@@ -33,6 +34,14 @@ from .udfs import UDFS
 __all__ = ["connect", "cursor", "register"]
 
 IN_MEMORY_CHECKPOINT = "1TB"
+# DuckDB installs a known extension from extensions.duckdb.org the first time a query names
+# one of its functions or types (stem, INET, ...) or a path needs one (md:, s3://): a guarded
+# ranking query could make the process download and load native code. rms_duck downloads
+# nothing, so every connection it prepares has that switched off (a LOAD of an extension
+# already installed still works, and so does an explicit INSTALL).
+NO_AUTOINSTALL: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False}
+_REMOTE = re.compile(r"^(?:md:|motherduck:|[A-Za-z][\w+.-]+://)", re.IGNORECASE)
 
 
 def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -43,7 +52,12 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
             f"read_only must be True or False, got {read_only!r}; pass read_only=True to "
             "open the file for reading only")
     try:
-        con = duckdb.connect(database, read_only=read_only)
+        if _REMOTE.match(database):
+            # md:, s3://, https:// ...: DuckDB would download the extension that opens it
+            # (over plain HTTP) before any SET could stop it. An installed one still loads.
+            con = duckdb.connect(database, read_only=read_only, config=dict(NO_AUTOINSTALL))
+        else:
+            con = duckdb.connect(database, read_only=read_only)
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0]
         if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
@@ -108,6 +122,7 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
 def _register(con: duckdb.DuckDBPyConnection, *, replace: bool,
               new_database: bool) -> duckdb.DuckDBPyConnection:
     utc(con)
+    con.execute("SET autoinstall_known_extensions = false")  # global: see NO_AUTOINSTALL
     _refuse_a_used_database(con)
     read_only = _read_only(con)
     if not read_only:
