@@ -655,3 +655,27 @@ def test_an_edited_candidate_type_a_table_holds_is_an_error_not_a_changed_pack(t
     attacker.close()
     with pytest.raises(StoredObjectError, match="stored type rms_candidate differs"):
         rms_duck.connect(path)
+
+
+def test_text_from_the_file_cannot_forge_or_erase_lines_of_the_audit_report(tmp_path, capsys):
+    """A writer's session id, namespace or flag was printed raw: ESC sequences erased the
+    `verify FAILED` lines and a line break printed a `verify OK` line of its own."""
+    path = str(tmp_path / "ansi.duckdb")
+    forged = ("verify      OK: 1 receipt(s) in 1 chain(s); digests, links and bundle "
+              "bindings all check out")
+    con = rms_duck.connect(path)
+    rms_duck.pack(con, table(0, 3), budget=300, namespace="ns\x1b[8m",
+                  session_id="s\x1b[2K\r\x1b[1A\x1b[2K\n" + forged)
+    con.close()
+    attacker = duckdb.connect(path)
+    attacker.execute("UPDATE rms_bundles SET budget = budget + 1, "
+                     "flags = ['\x1b[1A\x1b[2K\u202e', '\u2028' || ?]", [forged])
+    attacker.close()
+    assert main(["audit", "--db", path]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
+    assert "\u2028" not in out
+    lines = out.splitlines()
+    assert not any(line.startswith("verify      OK") for line in lines)
+    assert any(line.startswith("verify      FAILED") for line in lines)
+    assert "s\\x1b[2K\\x0d\\x1b[1A\\x1b[2K\\x0a" + forged in out

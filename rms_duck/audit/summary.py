@@ -127,12 +127,32 @@ def summarise(con: duckdb.DuckDBPyConnection, *, with_replay: bool = False,
                         line_costs=check_line_costs(con) if with_line_costs else None)
 
 
+def shown(value: object) -> str:
+    """Text read from the audited file, safe to print on one line of a terminal report:
+    control and format characters (a line break, ESC, a bidi override, ...) are written as
+    escapes. Raw, a namespace, session id, flag or query text could move the cursor, erase
+    the `verify FAILED` lines and print `verify OK` in their place, or start a line of its
+    own."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 \
+        else f"\\U{code:08x}"
+
+
 def format_summary(summary: AuditSummary, *, database: str) -> str:
-    """The human-readable report printed by `rms-duck audit`."""
+    """The human-readable report printed by `rms-duck audit`. Every value read from the
+    database goes through shown()."""
     s = summary
-    chains = ", ".join(f"{name or '(none)'} {n}" for name, n in s.chains.items()) or "none"
+    chains = ", ".join(f"{shown(name) or '(none)'} {n}" for name, n in s.chains.items()) \
+        or "none"
     lines = [
-        f"database    {database}",
+        f"database    {shown(database)}",
         (f"bundles     {s.bundles} ({s.tokens_used:,} tokens used of {s.budget:,} budgeted); "
          f"{s.sessions} session(s); receipt chains: {chains}"),
         f"flags       {_pairs(s.flags)}",
@@ -142,7 +162,7 @@ def format_summary(summary: AuditSummary, *, database: str) -> str:
     ]
     if s.problems:
         lines.append(f"verify      FAILED: {len(s.problems)} problem(s)")
-        lines += [f"  {problem}" for problem in s.problems]
+        lines += [f"  {shown(problem)}" for problem in s.problems]
     else:
         receipts = sum(s.chains.values())
         lines.append(f"verify      OK: {receipts} receipt(s) in {len(s.chains)} chain(s); "
@@ -154,14 +174,15 @@ def format_summary(summary: AuditSummary, *, database: str) -> str:
         lines.append(f"replay      {verdict}: {len(s.replays) - len(bad)} of {len(s.replays)} "
                      "receipt(s) reproduce their bytes, decisions, encoding and fields; "
                      f"{changed} with nodes changed since")
-        lines += [f"  DIFFERS {r.receipt_id}: {'; '.join(r.differences)}" for r in bad]
+        lines += [f"  DIFFERS {shown(r.receipt_id)}: {shown('; '.join(r.differences))}"
+                  for r in bad]
     if s.line_costs is not None:
         c = s.line_costs
         verdict = "OK" if c.ok else f"FAILED: {len(c.wrong)} wrong row(s)"
         lines.append(f"line costs  {verdict}: {c.checked} of {c.rows} row(s) recounted"
                      + (", all exact" if c.ok else ""))
-        lines += [f"  WRONG {w.encoding} {w.line_sha256}: stores {w.stored}, exact {w.exact}"
-                  for w in c.wrong[:20]]
+        lines += [f"  WRONG {shown(w.encoding)} {shown(w.line_sha256)}: stores "
+                  f"{shown(w.stored)}, exact {w.exact}" for w in c.wrong[:20]]
         if not c.ok:
             lines.append("  fix: DELETE FROM rms_line_costs WHERE line_sha256 IN (...) "
                          "(the table is only a cache; packs recount what is missing)")
@@ -181,7 +202,7 @@ def _session_table(rows: list[dict[str, Any]]) -> list[str]:
         return []
     table = [[title for title, _, _ in _SESSION_COLUMNS]]
     for row in rows:
-        table.append([("-" if row[key] is None else fmt.format(row[key]))
+        table.append([("-" if row[key] is None else shown(fmt.format(row[key])))
                       for _, key, fmt in _SESSION_COLUMNS])
     widths = [max(len(r[i]) for r in table) for i in range(len(_SESSION_COLUMNS))]
     return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -195,11 +216,11 @@ def _shape(q: dict[str, Any]) -> str:
         return f"(no ranking query: candidates passed in)  {q['bundles']} bundle(s)"
     sql = q["first_sql"] or ""
     sql = sql if len(sql) <= 60 else sql[:57] + "..."
-    return f"{q['fingerprint'][:12]}  {q['bundles']} bundle(s)  {sql}"
+    return f"{shown(q['fingerprint'][:12])}  {q['bundles']} bundle(s)  {shown(sql)}"
 
 
 def _pairs(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name} {n}" for name, n in counts.items()) or "none"
+    return ", ".join(f"{shown(name)} {n}" for name, n in counts.items()) or "none"
 
 
 def _counts(cur: duckdb.DuckDBPyConnection, sql: str) -> dict[str, int]:
