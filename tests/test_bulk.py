@@ -424,3 +424,26 @@ def test_a_worker_closed_just_before_a_fork_is_orphaned_without_error():
     worker.orphan()  # in a child, at fork: nothing left to point anywhere
     bulk.shutdown_pool()
     assert bulk._WORKERS == []
+
+
+def test_a_worker_never_imports_from_the_current_directory(tmp_path, monkeypatch, enc):
+    """Workers ran `python -m`, which puts the current directory first on their path: a
+    struct.py lying there (a shared folder, a cloned repository) ran in every worker."""
+    marker = tmp_path / "ran"
+    (tmp_path / "struct.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "import sys\n"
+        "del sys.modules['struct']\n"
+        "sys.path = [p for p in sys.path if p not in ('', '.', " f"{str(tmp_path)!r})]\n"
+        "from struct import *  # noqa\n"
+        "from struct import calcsize, pack, unpack  # noqa\n", encoding="utf-8")
+    bulk.shutdown_pool()
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert bulk.start_pool(2) == 1
+        texts = ["hello world " * 20_000, "more text " * 20_000, "x y z " * 20_000, "w"]
+        assert bulk.cost_texts(texts, processes=2) == [len(enc.encode_ordinary(t))
+                                                       for t in texts]
+    finally:
+        bulk.shutdown_pool()
+    assert not marker.exists()

@@ -193,7 +193,9 @@ class _Worker:
         if masked:
             kept = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "rms_duck.tokens.worker"],
+            # -P: `python -m` would put the current directory first on the child's path,
+            # so a struct.py (or rms_duck/) lying there ran in every worker.
+            self.proc = subprocess.Popen([sys.executable, "-P", "-m", "rms_duck.tokens.worker"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          env=env)
         finally:
