@@ -39,6 +39,19 @@ def test_deeply_nested_structured_value_is_a_candidate_error(con):
                     f"'structured_value': '{DEEP}'}}], 300)").fetchall()
 
 
+def test_params_nested_too_deeply_are_a_config_error_naming_the_parameter(con):
+    """A parameter nested 100,000 deep ended in DuckDB's client as a bare RecursionError."""
+    deep: list = []
+    inner = deep
+    for _ in range(100_000):
+        inner.append([])
+        inner = inner[0]
+    sql = "SELECT 'a' AS id, 0.5 AS score, 'x' AS content WHERE ? IS NOT NULL AND ? = 1"
+    with pytest.raises(ConfigError, match=r"params hold a value nested too deeply to bind "
+                                          r"\(params\[1\], more than 100 levels\)"):
+        rms_duck.pack(con, sql, params=[1, deep], budget=300, store=False)
+
+
 @pytest.mark.parametrize("store", [True, False])
 def test_a_budget_beyond_32_bits_says_the_range(con, store):
     with pytest.raises(ConfigError, match=r"in -2,147,483,648\.\.2,147,483,647 tokens.*1\.\.2,147"):

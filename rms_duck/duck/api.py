@@ -297,7 +297,14 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
             if timer is not None:
                 timer.start()
             rows: list[Row] = []
-            for batch in cur.sql(sql, params=params or []).to_arrow_reader(_BATCH_ROWS):
+            try:
+                relation = cur.sql(sql, params=params or [])
+            except RecursionError:  # DuckDB's client copies nested values recursively
+                raise ConfigError(
+                    f"params hold a value nested too deeply to bind ({_first_deep(params)}); "
+                    "pass flat values for the query's placeholders (a list or struct a few "
+                    "levels deep)") from None
+            for batch in relation.to_arrow_reader(_BATCH_ROWS):
                 rows.extend(intake(batch))  # checked a column at a time, as for tables
                 if max_rows is not None and len(rows) > max_rows:
                     raise QueryLimitError(
@@ -330,6 +337,19 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
     finally:
         if not on_connection and not kept:
             cur.close()
+
+
+def _first_deep(params: list[Any] | dict[str, Any] | None) -> str:
+    """Which parameter is nested too deeply: 'params[1]' or "params['q']"."""
+    items = params.items() if isinstance(params, dict) else enumerate(params or [])
+    for key, value in items:
+        depth = 0
+        while isinstance(value, (list, tuple, dict)) and value and depth <= 100:
+            value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+            depth += 1
+        if depth > 100:
+            return f"params[{key!r}], more than 100 levels"
+    return "more than Python's recursion limit"
 
 
 def _duckdb_error(exc: OSError) -> type[duckdb.Error]:
