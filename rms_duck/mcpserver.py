@@ -24,8 +24,17 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(db: str, *, read_only: bool = False) -> Any:
-    """The MCPServer for the DuckDB file `db` (created with the rms schema when new)."""
+# An agent's ranking query runs under the lock every tool call takes: without a limit, one
+# `SELECT sum(i) FROM range(1e12)` held the server for everyone for hours.
+QUERY_TIMEOUT = 60.0
+MAX_ROWS = 1_000_000
+
+
+def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUERY_TIMEOUT,
+                 max_rows: int = MAX_ROWS) -> Any:
+    """The MCPServer for the DuckDB file `db` (created with the rms schema when new).
+    pack_query interrupts an agent's query after `query_timeout` seconds or `max_rows` rows
+    (a QueryLimitError the agent sees); the agent cannot raise either."""
     try:
         from mcp.server.mcpserver import MCPServer
     except ModuleNotFoundError as exc:
@@ -86,7 +95,8 @@ def build_server(db: str, *, read_only: bool = False) -> Any:
         try:
             bundle = pack(con, sql, budget=budget, params=params, config=config,
                           store=store and not read_only, dialect=dialect,
-                          namespace=namespace, session_id=session_id)
+                          namespace=namespace, session_id=session_id,
+                          timeout=query_timeout, max_rows=max_rows)
         except QueryRejectedError as exc:
             if exc.unknown_name is None:
                 raise

@@ -95,3 +95,31 @@ def test_tool_errors_tell_the_agent_what_to_fix(tmp_path):
     unknown = str(out["unknown"])
     assert out["unknown"].is_error and "'memories' is not a table, view or CTE" in unknown
     assert "rms_candidates(question)" in unknown and "con.register" not in unknown
+
+
+async def _limited(db: str) -> dict:
+    from rms_duck.mcpserver import build_server
+
+    out = {}
+    async with mcp.Client(build_server(db, query_timeout=0.3, max_rows=5)) as client:
+        call = client.call_tool
+        out["slow"] = await call("pack_query", {
+            "sql": "SELECT 'a' AS id, 0.5 AS score, CAST(sum(i) AS VARCHAR) AS content "
+                   "FROM range(100000000000) t(i)", "budget": 300, "store": False})
+        out["rows"] = await call("pack_query", {
+            "sql": "SELECT 'x' || i AS id, 0.5 AS score, 'c' AS content FROM range(100) t(i)",
+            "budget": 300, "store": False})
+    return out
+
+
+def test_an_agents_ranking_query_cannot_hold_the_server(tmp_path):
+    """Every tool call waits on one lock, and pack_query ran an agent's query without a
+    limit: one slow query held the server for every other agent."""
+    from rms_duck import mcpserver
+
+    assert 0 < mcpserver.QUERY_TIMEOUT <= 60 and mcpserver.MAX_ROWS > 0
+    out = asyncio.run(asyncio.wait_for(_limited(str(tmp_path / "agent.duckdb")), timeout=300))
+    assert out["slow"].is_error and "QueryLimitError" in str(out["slow"])
+    assert "timeout=0.3 s" in str(out["slow"])
+    assert out["rows"].is_error and "more than max_rows=5 rows" in str(out["rows"])
+
