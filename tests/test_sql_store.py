@@ -305,3 +305,33 @@ def test_a_failing_group_is_named_the_same_whatever_the_order_of_its_list(con):
     assert messages == {" must be a number in [0, 1], got 1.5; normalise scores into [0, 1] "
                         "(for example divide by the maximum) (in the candidate list whose "
                         "smallest id is 'a3')"}
+
+
+def test_sql_on_one_connection_cannot_store_through_another(tmp_path):
+    """rms_store's UDF named its connection by a counted number: SQL on a locked-down
+    connection (external access off) called rms_store_udf(..., 1) and stored a bundle in
+    another database file this process had open."""
+    victim = rms_duck.connect(str(tmp_path / "victim.duckdb"))
+    attacker = rms_duck.connect()
+    try:
+        attacker.execute("SET enable_external_access = false")
+        (own,) = attacker.execute(
+            "SELECT macro_definition FROM duckdb_functions() WHERE function_name = 'rms_store' "
+            "AND database_name = 'temp'").fetchone()
+        own_number = int(own.rsplit(", ", 1)[1].rstrip(")"))
+        stored = 0
+        for number in range(1, 200):
+            if number == own_number:
+                continue  # the attacker's own connection
+            try:
+                attacker.execute(
+                    "SELECT rms_store_udf([{'id': 'x', 'score': 0.5, 'content': 'planted'}]"
+                    f"::rms_candidate[], 400, NULL, 'victim-ns', NULL, {number})").fetchall()
+                stored += 1
+            except duckdb.Error as exc:
+                assert "rms_store has no connection to store through" in str(exc)
+        assert stored == 0
+        assert victim.execute("SELECT count(*) FROM rms_receipts").fetchone() == (0,)
+    finally:
+        attacker.close()
+        victim.close()

@@ -15,7 +15,7 @@ stored stay, each with a valid receipt (the chain is append-only).
 
 from __future__ import annotations
 
-import itertools
+import secrets
 import threading
 import weakref
 from typing import Any
@@ -43,16 +43,22 @@ STORE_CONNECTION = "getvariable('rms_store_connection')"
 # through the connection named by its last argument: the connection or cursor whose TEMP
 # rms_store macro called it, which is running the query. Held weakly: the UDF never keeps a
 # connection, its database or its file lock alive.
+# The number is random, not counted: SQL on one connection could otherwise call
+# rms_store_udf(..., 1) and store through another connection of the process (another
+# database file, or one writable where its own is read-only or has external access off).
+# A connection's TEMP macros, which hold its number, are visible to that connection only.
 _CONNECTIONS: weakref.WeakValueDictionary[int, duckdb.DuckDBPyConnection] = \
     weakref.WeakValueDictionary()
-_NUMBERS = itertools.count(1)
 _NUMBERS_GUARD = threading.Lock()
 
 
 def connection_number(con: duckdb.DuckDBPyConnection) -> int:
-    """A number naming `con` to rms_store's UDF (a new one each time TEMP macros are made)."""
+    """An unguessable number naming `con` to rms_store's UDF (a new one each time TEMP
+    macros are made); it fits the UDF's BIGINT argument."""
     with _NUMBERS_GUARD:
-        number = next(_NUMBERS)
+        number = secrets.randbits(62) + 1
+        while number in _CONNECTIONS:
+            number = secrets.randbits(62) + 1
         _CONNECTIONS[number] = con
     return number
 
