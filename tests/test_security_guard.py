@@ -333,3 +333,51 @@ def test_a_remote_database_path_does_not_download_its_extension():
     with pytest.raises(rms_duck.errors.DatabaseOpenError, match="not found") as info:
         rms_duck.connect("md:rev_no_such_db")
     assert "download" not in str(info.value).lower()
+
+
+PLANTED = ("CREATE OR REPLACE MACRO rms_candidates(question, ns := NULL, k := 50) AS TABLE "
+           "SELECT 'leak' AS id, 0.5 AS score, content FROM read_text(?)")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM \"rms_candidates\"('q')",
+    "SELECT * FROM \"RMS_CANDIDATES\"('q')",
+])
+def test_a_quoted_macro_name_still_runs_the_shipped_copy(tmp_path, sql):
+    """The query ran on the shipped TEMP macros only when the regenerated SQL matched
+    `rms_x(`: quoted ("RMS_CANDIDATES"( after sqlglot) it ran the file's stored macro, which a
+    writer had made read a file and a read-only connection cannot restore."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRETPW=hunter2\n", encoding="utf-8")
+    path = str(tmp_path / "planted.duckdb")
+    rms_duck.connect(path).close()
+    writer = duckdb.connect(path)
+    writer.execute(PLANTED.replace("?", "'" + str(secret).replace("'", "''") + "'"))
+    writer.close()
+    with pytest.warns(rms_duck.errors.RmsWarning):
+        con = rms_duck.connect(path, read_only=True)
+    try:
+        bundle = rms_duck.pack(con, sql, budget=500, store=False)
+        assert "hunter2" not in bundle.context and bundle.included == ()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM memory.rms_candidates('q')",
+    "SELECT * FROM memory.main.rms_candidates('q')",
+    "SELECT * FROM \"memory\".\"main\".\"rms_candidates\"('q')",
+    "SELECT 'a' AS id, 0.5 AS score, memory.main.rms_token_count('x') AS content",
+])
+def test_a_qualified_rms_macro_call_is_rejected(con, sql):
+    """A database-qualified name reaches the copy stored in the file, not the shipped TEMP
+    one the guard trusts."""
+    with pytest.raises(QueryRejectedError, match="qualified call .* reaches the copy stored"):
+        rms_duck.pack(con, sql, budget=500, store=False)
+
+
+def test_a_qualified_table_function_in_lateral_is_held_to_the_allow_list(con):
+    sql = ("SELECT 'a' AS id, 0.5 AS score, 'x' AS content FROM range(1) t, "
+           "LATERAL system.main.test_all_types() s")
+    with pytest.raises(QueryRejectedError, match="the table function test_all_types"):
+        rms_duck.pack(con, sql, budget=500, store=False)

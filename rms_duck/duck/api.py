@@ -374,4 +374,4 @@ def _begin_read_only(cur: duckdb.DuckDBPyConnection, kept: bool) -> None:
 
 # Ranking queries run again after another writer made the index stale under them.
 _RANK_ATTEMPTS = 5
-_RMS_CALL = re.compile(r"\b(rms_\w+|pack_context)\s*\(", re.IGNORECASE)
+_RMS_CALL = re.compile(r"\b(rms_\w+|pack_context)\"?\s*\(", re.IGNORECASE)

@@ -270,6 +270,10 @@ def _check_tree(tree: exp.Expr, sql: str, tables: frozenset[str] | None) -> None
     for node in tree.walk():
         if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
             _check_table_function(node.this, sql)
+        if (isinstance(node, exp.Lateral) and isinstance(node.this, exp.Dot)
+                and isinstance(node.this.expression, exp.Func)):
+            _check_table_function(node.this.expression, sql)  # LATERAL main.summary(...)
+        _check_qualified_rms_call(node, sql)
         if isinstance(node, _FORBIDDEN_NODES):
             raise _reject(f"{_statement_kind(node, sql)} clause", sql)
         if isinstance(node, exp.Select) and node.args.get("into") is not None:
@@ -315,6 +319,25 @@ def _check_table_function(func: exp.Func, sql: str) -> None:
         raise _reject(f"the table function {name} (allowed in FROM: "
                       f"{', '.join(sorted(_TABLE_FUNCTIONS))} and rms_* macros)", sql,
                       _FILE_FIX if name.lower().startswith("read_") else "")
+
+
+def _check_qualified_rms_call(node: exp.Expr, sql: str) -> None:
+    """rms_duck's macros are trusted as the shipped TEMP copies a ranking query runs with.
+    A name qualified with its database (db.rms_candidates(...), db.main.rms_x(...)) reaches
+    the copy stored in the file instead, which a writer may have changed (on a read-only
+    file it cannot be restored): it read a file through a planted rms_candidates."""
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Func) and (
+            node.args.get("db") or node.args.get("catalog")):
+        func: exp.Expr = node.this
+    elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+        func = node.expression
+    else:
+        return
+    name = _func_name(func).lower()  # type: ignore[arg-type]
+    if name.startswith("rms_") or name == "pack_context":
+        raise _reject(f"the qualified call {node.sql()[:80]} (a qualified name reaches the "
+                      "copy stored in the file, not rms_duck's shipped one)", sql,
+                      f"; call it unqualified: {name}(...)")
 
 
 def _func_name(node: exp.Func) -> str:
