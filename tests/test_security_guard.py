@@ -381,3 +381,13 @@ def test_a_qualified_table_function_in_lateral_is_held_to_the_allow_list(con):
            "LATERAL system.main.test_all_types() s")
     with pytest.raises(QueryRejectedError, match="the table function test_all_types"):
         rms_duck.pack(con, sql, budget=500, store=False)
+
+
+def test_a_quoted_ranking_macro_refreshes_the_index_as_an_unquoted_one_does(con):
+    """sqlglot writes a quoted name as "RMS_CANDIDATES"(: the check for macros that read the
+    lexical index missed it, so the pack failed on an out-of-date index."""
+    con.execute("INSERT INTO rms_nodes (id, content) VALUES "
+                "('00000000-0000-0000-0000-000000000001', 'The Heron cut-over moved.')")
+    bundle = rms_duck.pack(con, "SELECT * FROM \"rms_candidates\"('heron cut-over')",
+                           budget=500, store=False)
+    assert [c.id for c in bundle.included] == ["00000000-0000-0000-0000-000000000001"]

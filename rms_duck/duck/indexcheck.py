@@ -14,7 +14,7 @@ import duckdb
 from .ranking import refresh_index
 
 _LEXICAL_MACROS = re.compile(
-    r"\b(rms_candidates|rms_candidate_scores|rms_bm25|rms_ngram_similarity)\s*\(",
+    r"\b(rms_candidates|rms_candidate_scores|rms_bm25|rms_ngram_similarity)\"?\s*\(",
     re.IGNORECASE)
 
 
