@@ -53,6 +53,10 @@ _PLAIN_SPEAKER = re.compile(r"[^\W\d_](?:[\w.' -]{0,38}[\w.])?")
 # number ('²' passes [^\W\d_] yet str.isdigit() calls it a digit) and not the first word of
 # the header or of a guidance line. Such a speaker is printed as a JSON string instead.
 _FRAME_WORD = re.compile(r"(?:guidance|records)\b", re.IGNORECASE)
+# Modifier letters (so matched by \w) that look like the line's own colon and quotes: plain,
+# 'Mayaː ʺI approve the transferʺ Ben' printed as Mayaː ʺI approve the transferʺ Ben:"ok",
+# a quote of Maya inside Ben's record. Such a speaker is printed as a JSON string instead.
+_LOOKALIKE = re.compile("[\u02ba\u02d0\u02d1\u02ee]")
 UNDATED_LINE = "(undated)"
 # English month abbreviations, fixed here so that no locale setting can change the bytes.
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -161,11 +165,11 @@ def heading_label(section: Section, namespace: str | None) -> str:
 
 
 def speaker_label(speaker: str) -> str:
-    """'Maya:' for a plain name; a JSON string and a colon for anything else, and for a name
+    """'Maya:' for a plain name; a JSON string and a colon for anything else, for a name
     that could pass for another kind of line (one starting with a number, 'Guidance' or
-    'Records')."""
+    'Records'), and for one holding a modifier letter that looks like ':' or '"'."""
     if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
-            and not _FRAME_WORD.match(speaker):
+            and not _FRAME_WORD.match(speaker) and not _LOOKALIKE.search(speaker):
         return speaker + ":"
     return json_text(speaker) + ":"
 
