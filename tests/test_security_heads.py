@@ -119,6 +119,11 @@ def test_write_heads_writes_nothing_for_a_database_that_fails(tmp_path):
     "[" * 100_000 + "]" * 100_000,
     '{"format": "rms_duck.chain_heads", "version": 1, "chains": [{"chain_namespace": "ns", '
     '"seq": true, "receipt_sha256": "x"}]}',
+    # a lone surrogate (JSON's \ud800) and a seq past BIGINT reached DuckDB: a traceback
+    '{"format": "rms_duck.chain_heads", "version": 1, "chains": [{"chain_namespace": '
+    '"ns\\ud800", "seq": 1, "receipt_sha256": "x"}]}',
+    '{"format": "rms_duck.chain_heads", "version": 1, "chains": [{"chain_namespace": "ns", '
+    '"seq": 1180591620717411303424, "receipt_sha256": "x"}]}',
 ])
 def test_a_bad_heads_file_is_a_clear_error(tmp_path, content, capsys):
     bad = tmp_path / "heads.json"
@@ -140,3 +145,13 @@ def test_exporting_heads_to_a_folder_that_does_not_exist_is_a_clear_error(tmp_pa
     err = capsys.readouterr().err
     assert f"cannot write heads file {str(target)!r}: No such file or directory" in err
     assert "Traceback" not in err
+
+
+def test_a_bad_heads_entry_is_named(tmp_path):
+    bad = tmp_path / "heads.json"
+    bad.write_text('{"format": "rms_duck.chain_heads", "version": 1, "chains": ['
+                   '{"chain_namespace": "ok", "seq": 2, "receipt_sha256": "x"}, '
+                   '{"chain_namespace": "ns\\ud800", "seq": 1, "receipt_sha256": "x"}]}')
+    with pytest.raises(ReceiptError, match=r"chains\[1\] is .*not a chain_namespace \(text\), "
+                                           r"seq \(1\.\.9,223,372,036,854,775,807\)"):
+        rms_duck.read_heads(bad)

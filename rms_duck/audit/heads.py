@@ -118,15 +118,39 @@ def check_heads(cur: duckdb.DuckDBPyConnection, heads: Mapping[str, Any]):
     return problems
 
 
+_MAX_SEQ = 2**63 - 1
+
+
+def _text(value: object) -> bool:
+    """A str DuckDB can take as a parameter: no lone surrogate (JSON's "\\ud800")."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_format(heads: object, where: str) -> None:
     ok = (isinstance(heads, Mapping) and heads.get("format") == HEADS_FORMAT
-          and heads.get("version") == HEADS_VERSION and isinstance(heads.get("chains"), list)
-          and all(isinstance(h, Mapping) and isinstance(h.get("chain_namespace"), str)
-                  and type(h.get("seq")) is int  # not True, which json reads as a bool
-                  and isinstance(h.get("receipt_sha256"), str)
-                  for h in heads["chains"]))
-    if not ok:
+          and heads.get("version") == HEADS_VERSION and isinstance(heads.get("chains"), list))
+    bad = None
+    if ok:
+        assert isinstance(heads, Mapping)
+        bad = next((i for i, h in enumerate(heads["chains"]) if not _head_ok(h)), None)
+    if not ok or bad is not None:
+        entry = "" if bad is None else (
+            f": chains[{bad}] is {str(heads['chains'][bad])[:80]!r}, not a chain_namespace "  # type: ignore[index]
+            f"(text), seq (1..{_MAX_SEQ:,}) and receipt_sha256 (text)")
         raise ReceiptError(
             f"{where} is not an rms_duck heads file (format {HEADS_FORMAT!r} version "
-            f"{HEADS_VERSION} with a list of chains); pass a file written by "
+            f"{HEADS_VERSION} with a list of chains){entry}; pass a file written by "
             "`rms-duck audit --export-heads` or the dict rms_duck.export_heads(con) returns")
+
+
+def _head_ok(head: object) -> bool:
+    return (isinstance(head, Mapping) and _text(head.get("chain_namespace"))
+            and type(head.get("seq")) is int  # not True, which json reads as a bool
+            and 1 <= head["seq"] <= _MAX_SEQ  # rms_receipts.seq is a BIGINT
+            and _text(head.get("receipt_sha256")))
