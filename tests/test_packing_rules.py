@@ -218,6 +218,44 @@ def test_overflow_rules_hold_at_every_budget(enc):
     assert tasks_as_pointers_only
 
 
+STEP2_ROWS = [
+    {"id": "t", "score": 0.1, "content": "Finish the report " * 3, "type": "task"},
+    {"id": "pA", "score": 0.9, "content": "short A", "pinned": True},
+    {"id": "pB", "score": 0.8, "content": LONG * 3, "pinned": True},
+    {"id": "pC", "score": 0.7, "content": "Use metric units.", "pinned": True},
+]
+STEP2_TASKS = [
+    {"id": "t1", "score": 0.9, "content": "Finish the quarterly report with all appendices " * 6,
+     "type": "task"},
+    {"id": "t2", "score": 0.5, "content": "Call Bob", "type": "task"},
+    {"id": "p", "score": 0.4, "content": "Use metric units.", "pinned": True},
+]
+
+
+@pytest.mark.parametrize("context_format", ["auditable", "compact"])
+@pytest.mark.parametrize("rows", [STEP2_ROWS, STEP2_TASKS], ids=["pins", "tasks"])
+def test_step_two_downgrades_before_it_drops_a_pin_or_falls_to_step_three(enc, rows,
+                                                                          context_format):
+    # Step 2 kept every task at its highest fitting level, then each pin at its own: a pin
+    # was dropped where downgrading a placed task or pin made room (task + 'short A' fit
+    # in 160 tokens of auditable, the packer kept the task alone), and a task that took its
+    # full text could push the next one out, so step 3 put every task at REFERENCE where
+    # they all fitted with one at KEY_VALUE (compact, 156 tokens).
+    for budget in range(90, 300, 2):
+        bundle = pack(rows, budget, context_format=context_format)
+        assert_within_budget(enc, bundle, budget)
+        kept = [r for r in rows if r["id"] in bundle.included_ids]
+        tasks = [r for r in rows if r.get("type") == "task"]
+        for row in rows:
+            if row in kept or row in tasks or not all(t in kept for t in tasks):
+                continue  # step 3 (a task left out) keeps no pin
+            alone = pack(kept + [row], budget, context_format=context_format)
+            assert "BUDGET_OVERFLOW" in alone.flags, (budget, row["id"], levels(alone))
+        if kept == tasks and len(tasks) > 1:
+            tasks_only = pack(kept, budget, context_format=context_format)
+            assert levels(bundle) == levels(tasks_only), budget
+
+
 def test_pin_without_text_is_not_an_overflow_in_reader():
     rows = [{"id": "pin", "score": 0.9, "content": "  \n ", "pinned": True},
             {"id": "n", "score": 0.5, "content": "a note"}]

@@ -312,9 +312,20 @@ def _degrade(sel: Selector, ordered: list[Candidate]) -> None:
                   key=lambda c: (-c.score / max(sel.full_cost(c), 1), c.id))
     _restart(sel, ordered)
     if all(sel.try_include(c, sel.levels(c, priority_one=True)) for c in tasks):
+        kept = set(tasks)
         for c in pins:
-            if not sel.try_include(c, sel.levels(c, priority_one=True)):
+            if sel.try_include(c, sel.levels(c, priority_one=True)):
+                kept.add(c)
+        if _keep_more_by_downgrading(sel, ordered, tasks, pins, kept):
+            return
+        _restart(sel, ordered)  # the first placement again, byte for byte
+        for c in tasks + pins:
+            sel.try_include(c, sel.levels(c, priority_one=True))
+        for c in pins:
+            if c not in kept:
                 sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+        return
+    if _keep_more_by_downgrading(sel, ordered, tasks, pins, None):
         return
     # Step 3: active tasks at their lowest allowed level only; no pins.
     _restart(sel, ordered)
@@ -323,6 +334,31 @@ def _degrade(sel: Selector, ordered: list[Candidate]) -> None:
             sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
     for c in pins:
         sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+
+
+def _keep_more_by_downgrading(sel: Selector, ordered: list[Candidate], tasks: list[Candidate],
+                              pins: list[Candidate], kept: set[Candidate] | None) -> bool:
+    """Step 2 with downgrades: every active task, then each pin in STR order that fits beside
+    those kept when placed ones drop to cheaper levels (as in step 1). True, with that layout
+    placed, when it keeps other pins than `kept` (the placement at each one's highest fitting
+    level), or keeps every task where that placement (`kept` None) could not; False, with
+    the layout emptied, when it changes nothing or even the tasks alone do not fit."""
+    if not _downgrade_to_fit(sel, tasks):
+        return False
+    chosen = set(tasks)
+    for c in pins:
+        if _downgrade_to_fit(sel, [x for x in ordered if x in chosen or x is c]):
+            chosen.add(c)
+    if kept is not None and chosen == kept:
+        _restart(sel, ordered)
+        return False
+    placed = [c for c in ordered if c in chosen]
+    fits = _downgrade_to_fit(sel, placed)
+    assert fits, "a set that fitted fits again"
+    for c in pins:
+        if c not in chosen:
+            sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+    return True
 
 
 def _restart(sel: Selector, tier: list[Candidate]) -> None:
