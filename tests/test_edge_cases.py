@@ -66,6 +66,26 @@ def test_folding_never_removes_a_member_of_an_adjacent_window():
     assert [r.reason.value for r in tier.excluded if r.id == "N"] == ["FOLDED"]
 
 
+def test_a_record_in_a_conflict_pair_never_folds_into_another_pairs_record():
+    # The claim contradicts y; its text is inside the turn, which contradicts x. It folded
+    # (every pair carried the same provisional label while packing), so "2,300 EUR" was
+    # shown only under c1, the Toronto/Lisbon pair, and y's c2 named no other record.
+    rows = [{"id": "turn", "score": 0.9, "evidence_ids": ["e1"], "contradicts": ["x"],
+             "content": "Maya: I moved to Toronto and the budget is 2,300 EUR."},
+            {"id": "x", "score": 0.2, "content": "Maya moved to Lisbon."},
+            {"id": "claim", "score": 0.8, "content": "the budget is 2,300 EUR",
+             "evidence_ids": ["e1"], "contradicts": ["y"]},
+            {"id": "y", "score": 0.3, "content": "The budget is 3,100 EUR."}]
+    bundle = rms_duck.pack_candidates(rows, budget=1000)
+    assert sorted(bundle.included_ids) == ["claim", "turn", "x", "y"]
+    lines = bundle.render().splitlines()
+    for label in ("c1", "c2"):
+        assert sum(f"conflict {label}]" in line for line in lines) == 2, label
+    # Without its own pair the claim still folds into the turn.
+    plain = [dict(r, contradicts=[]) for r in rows]
+    assert [r.id for r in rms_duck.pack_candidates(plain, budget=1000).excluded] == ["claim"]
+
+
 def test_receipt_bytes_do_not_depend_on_the_reference_time_offset():
     rows = [{"id": "a", "score": 0.5, "content": "x"}]
     first = rms_duck.pack_candidates(rows, budget=500, config={

@@ -24,6 +24,10 @@ def folds_into(inner: RecordView, outer: RecordView) -> bool:
     text = inner.text.strip()
     if not text or text not in outer.text:
         return False
+    if inner.contradicts:
+        # Its conflict pair label would leave the context with it: while packing every pair
+        # shares one provisional label, so the tags below cannot tell two pairs apart.
+        return False
     if reader_tags(inner) != reader_tags(outer):
         return False
     a, b = inner.candidate, outer.candidate
