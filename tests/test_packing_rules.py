@@ -469,6 +469,24 @@ def test_a_conflict_is_surfaced_even_when_only_one_side_fits(enc):
     assert one_side
 
 
+@pytest.mark.parametrize("context_format", ["reader", "compact", "auditable"])
+@pytest.mark.parametrize("linked_from", ["packed", "below"])
+def test_a_counterpart_below_min_score_still_marks_the_conflict(context_format, linked_from):
+    # min_score left the counterpart out of the pool the pairs were found in, so the packed
+    # record read as settled although a candidate contradicts it.
+    packed = {"id": "a", "score": 0.9, "content": "Storage costs 2,300 EUR a month."}
+    below = {"id": "b", "score": 0.1, "content": "Storage costs 3,100 EUR a month."}
+    (packed if linked_from == "packed" else below)["contradicts"] = [
+        "b" if linked_from == "packed" else "a"]
+    bundle = pack([packed, below], 1000, context_format=context_format, min_score=0.5)
+    assert bundle.included_ids == ["a"] and bundle.included[0].conflict
+    assert reasons(bundle) == {"b": "BELOW_MIN_SCORE"}
+    assert bundle.conflicts == (("a", "b"),)
+    assert json.loads(bundle.receipt)["conflicts"] == [["a", "b"]]
+    assert metadata_of(bundle.render())["conflicts"] == (
+        [["a", "b"]] if context_format == "auditable" else ["c1"])
+
+
 def test_contradicts_links_to_absent_ids_are_not_conflicts():
     rows = [{"id": "a", "score": 0.9, "content": "x", "contradicts": ["missing"]}]
     bundle = pack(rows, 500)

@@ -99,7 +99,9 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
             f"is {config.encoding!r}; pass LineCounter({config.encoding!r}) or no counter")
     pool, duplicates = dedupe(rows)
     pool, below = split_min_score(pool, config)
-    conflicts = conflict_map(pool)
+    # A counterpart below min_score is still a candidate: a packed record it contradicts is
+    # marked and its pair listed, as when the counterpart does not fit (it is never packed).
+    conflicts = conflict_map(pool + below if below else pool)
 
     metadata = metadata_cost(config.format, counter, budget=budget, available=available,
                              excluded_count=len(rows), widest_label=f"c{max(len(pool), 1)}")

@@ -325,8 +325,8 @@ class Selector:
 
     def include_counterparts(self, c: Candidate) -> None:
         for other_id in self.conflicts.get(c.id, ()):
-            other = self.outcomes[other_id]
-            if other.entry is None and other.reason is None:
+            other = self.outcomes.get(other_id)  # None: below min_score, never packed
+            if other is not None and other.entry is None and other.reason is None:
                 self.try_include(other.candidate, self.levels(other.candidate))
 
     # -- folded repeated text ------------------------------------------------------------
