@@ -341,22 +341,25 @@ def _degrade(sel: Selector, ordered: list[Candidate]) -> None:
 def _keep_more_by_downgrading(sel: Selector, ordered: list[Candidate], tasks: list[Candidate],
                               pins: list[Candidate], kept: set[Candidate] | None) -> bool:
     """Step 2 with downgrades: every active task, then each pin in STR order that fits beside
-    those kept when placed ones drop to cheaper levels (as in step 1). True, with that layout
-    placed, when it keeps other pins than `kept` (the placement at each one's highest fitting
-    level), or keeps every task where that placement (`kept` None) could not; False, with
-    the layout emptied, when it changes nothing or even the tasks alone do not fit."""
-    if not _downgrade_to_fit(sel, tasks):
-        return False
-    chosen = set(tasks)
-    for c in pins:
-        if _downgrade_to_fit(sel, [x for x in ordered if x in chosen or x is c]):
+    those kept when all of them drop to their cheapest levels (as in step 1). True, with that
+    set placed as step 1 places it, when it keeps other pins than `kept` (the placement at
+    each one's highest fitting level), or keeps every task where that placement (`kept`
+    None) could not; False, with the layout emptied, when it changes nothing or even the
+    tasks alone do not fit."""
+    _restart(sel, ordered)
+    chosen = set()
+    for c in tasks + pins:
+        levels = sel.levels(c, priority_one=True)
+        if levels and sel.try_include(c, [min(levels, key=lambda lv: sel.line_cost(c, lv))]):
             chosen.add(c)
+        elif c.is_active_task:
+            _restart(sel, ordered)
+            return False
     if kept is not None and chosen == kept:
         _restart(sel, ordered)
         return False
-    placed = [c for c in ordered if c in chosen]
-    fits = _downgrade_to_fit(sel, placed)
-    assert fits, "a set that fitted fits again"
+    if not _downgrade_to_fit(sel, [c for c in ordered if c in chosen]):
+        return False  # (a format whose first speaker shortens the header) nothing changes
     for c in pins:
         if c not in chosen:
             sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
