@@ -256,6 +256,28 @@ def test_step_two_downgrades_before_it_drops_a_pin_or_falls_to_step_three(enc, r
             assert levels(bundle) == levels(tasks_only), budget
 
 
+POINTER_ROWS = [
+    {"id": "x0", "score": 0.57, "pinned": True,
+     "content": "delta alpha alpha alpha beta gamma delta gamma report Maya storage storage "
+                "storage storage storage gamma alpha alpha report beta Toronto budget storage "
+                "report delta beta budget storage Maya delta"},
+    {"id": "x1", "score": 0.5, "content": "gamma budget beta", "pinned": True},
+    {"id": "x2", "score": 0.81, "content": "Toronto delta budget", "pinned": True},
+]
+
+
+@pytest.mark.parametrize("budget", [219, 220, 221])
+def test_step_one_puts_pins_in_one_references_section_when_cheapest_lines_do_not_fit(enc,
+                                                                                     budget):
+    # The short pins' cheapest lines are their full texts, in a context section of their own
+    # beside the long pin's pointer under references: one heading too many. All three fit as
+    # pointers under one heading, so none may be dropped (x0 was, with BUDGET_OVERFLOW).
+    bundle = pack(POINTER_ROWS, budget, context_format="auditable")
+    assert_within_budget(enc, bundle, budget)
+    assert set(bundle.included_ids) == {"x0", "x1", "x2"}, levels(bundle)
+    assert "BUDGET_OVERFLOW" not in bundle.flags
+
+
 def test_pin_without_text_is_not_an_overflow_in_reader():
     rows = [{"id": "pin", "score": 0.9, "content": "  \n ", "pinned": True},
             {"id": "n", "score": 0.5, "content": "a note"}]

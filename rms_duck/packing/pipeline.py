@@ -285,14 +285,19 @@ def _downgrade_to_fit(sel: Selector, ordered: list[Candidate]) -> bool:
     Every pin and task goes in at its cheapest allowed level (usually KEY_VALUE or
     REFERENCE, but a short text's FULL line can be cheaper than its pointer); then, in
     priority order, each is raised back to the highest level that still fits beside all the
-    others. False, with the layout emptied, when even the cheapest levels do not fit.
+    others. A record's cheapest line can sit in a section of its own, whose heading costs
+    more than the line saves: when the cheapest lines do not fit together, every record goes
+    in at its lowest level instead (pointers share one references section). False, with the
+    layout emptied, when neither fits.
     """
-    _restart(sel, ordered)
-    for c in ordered:
-        levels = sel.levels(c, priority_one=True)
-        if not levels or not sel.try_include(c, [min(levels, key=lambda lv: sel.line_cost(c, lv))]):
-            _restart(sel, ordered)
-            return False
+    for pick in _CHEAP_PICKS:
+        _restart(sel, ordered)
+        if all((level := pick(sel, c)) is not None and sel.try_include(c, [level])
+               for c in ordered):
+            break
+    else:
+        _restart(sel, ordered)
+        return False
     for c in ordered:
         outcome = sel.outcomes[c.id]
         assert outcome.entry is not None
@@ -341,29 +346,50 @@ def _degrade(sel: Selector, ordered: list[Candidate]) -> None:
 def _keep_more_by_downgrading(sel: Selector, ordered: list[Candidate], tasks: list[Candidate],
                               pins: list[Candidate], kept: set[Candidate] | None) -> bool:
     """Step 2 with downgrades: every active task, then each pin in STR order that fits beside
-    those kept when all of them drop to their cheapest levels (as in step 1). True, with that
+    those kept when all of them drop to cheap levels (as in step 1: each at its cheapest
+    line, or each at its lowest level, whichever keeps the higher-STR pins). True, with that
     set placed as step 1 places it, when it keeps other pins than `kept` (the placement at
     each one's highest fitting level), or keeps every task where that placement (`kept`
     None) could not; False, with the layout emptied, when it changes nothing or even the
     tasks alone do not fit."""
-    _restart(sel, ordered)
-    chosen = set()
-    for c in tasks + pins:
-        levels = sel.levels(c, priority_one=True)
-        if levels and sel.try_include(c, [min(levels, key=lambda lv: sel.line_cost(c, lv))]):
-            chosen.add(c)
-        elif c.is_active_task:
-            _restart(sel, ordered)
-            return False
-    if kept is not None and chosen == kept:
+    best: set[Candidate] | None = None
+    best_key: tuple[bool, ...] = ()
+    for pick in _CHEAP_PICKS:
         _restart(sel, ordered)
+        if not all((level := pick(sel, c)) is not None and sel.try_include(c, [level])
+                   for c in tasks):
+            continue
+        chosen = set(tasks)
+        for c in pins:
+            level = pick(sel, c)
+            if level is not None and sel.try_include(c, [level]):
+                chosen.add(c)
+        key = tuple(c in chosen for c in pins)  # the higher-STR pins first
+        if best is None or key > best_key:
+            best, best_key = chosen, key
+    _restart(sel, ordered)
+    if best is None or (kept is not None and best == kept):
         return False
-    if not _downgrade_to_fit(sel, [c for c in ordered if c in chosen]):
+    if not _downgrade_to_fit(sel, [c for c in ordered if c in best]):
         return False  # (a format whose first speaker shortens the header) nothing changes
     for c in pins:
-        if c not in chosen:
+        if c not in best:
             sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
     return True
+
+
+def _cheapest_line(sel: Selector, c: Candidate) -> Level | None:
+    levels = sel.levels(c, priority_one=True)
+    return min(levels, key=lambda lv: sel.line_cost(c, lv)) if levels else None
+
+
+def _lowest_level(sel: Selector, c: Candidate) -> Level | None:
+    levels = sel.levels(c, priority_one=True)
+    return levels[-1] if levels else None
+
+
+# The cheap placements step 1 tries, in turn (the first is the one earlier packs used).
+_CHEAP_PICKS = (_cheapest_line, _lowest_level)
 
 
 def _restart(sel: Selector, tier: list[Candidate]) -> None:
