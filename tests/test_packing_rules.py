@@ -278,6 +278,32 @@ def test_step_one_puts_pins_in_one_references_section_when_cheapest_lines_do_not
     assert "BUDGET_OVERFLOW" not in bundle.flags
 
 
+MIXED_ROWS = [
+    {"id": "x0", "score": 0.9, "content": "budget Toronto Maya", "type": "task"},
+    {"id": "x1", "score": 0.9, "namespace_id": "h", "contradicts": ["x0"], "pinned": True,
+     "content": "Maya report Toronto Maya budget beta storage storage beta beta delta beta "
+                "budget gamma report Maya storage delta delta beta report report budget "
+                "budget beta storage beta gamma budget beta"},
+    {"id": "x2", "score": 0.86, "type": "task",
+     "content": "budget Maya budget beta report storage report beta gamma storage gamma "
+                "Toronto gamma alpha beta gamma report Toronto Maya delta alpha Toronto beta "
+                "beta delta Toronto beta alpha report alpha"},
+    {"id": "x3", "score": 0.65, "content": "storage", "type": "task"},
+    {"id": "x4", "score": 0.33, "content": "beta", "namespace_id": "h", "pinned": True},
+]
+
+
+def test_step_two_tries_the_levels_that_add_fewest_tokens(enc):
+    # Neither every record at its cheapest line nor every one at its lowest level leaves
+    # room for the short pin x4 beside the three tasks in 207 tokens of compact; x2 and x3
+    # as pointers beside x0's and x4's texts do (207 tokens), so x4 must not be dropped
+    # (x1, whose STR is higher, fits in none of these).
+    bundle = pack(MIXED_ROWS, 207, context_format="compact")
+    assert_within_budget(enc, bundle, 207)
+    assert set(bundle.included_ids) == {"x0", "x2", "x3", "x4"}, levels(bundle)
+    assert reasons(bundle) == {"x1": "BUDGET_OVERFLOW"}
+
+
 def test_pin_without_text_is_not_an_overflow_in_reader():
     rows = [{"id": "pin", "score": 0.9, "content": "  \n ", "pinned": True},
             {"id": "n", "score": 0.5, "content": "a note"}]

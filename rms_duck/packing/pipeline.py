@@ -287,8 +287,9 @@ def _downgrade_to_fit(sel: Selector, ordered: list[Candidate]) -> bool:
     priority order, each is raised back to the highest level that still fits beside all the
     others. A record's cheapest line can sit in a section of its own, whose heading costs
     more than the line saves: when the cheapest lines do not fit together, every record goes
-    in at its lowest level instead (pointers share one references section). False, with the
-    layout emptied, when neither fits.
+    in at its lowest level instead (pointers share one references section), and failing that
+    each at the level that adds the fewest tokens beside those placed before it. False, with
+    the layout emptied, when none fits.
     """
     for pick in _CHEAP_PICKS:
         _restart(sel, ordered)
@@ -348,8 +349,8 @@ def _keep_more_by_downgrading(sel: Selector, ordered: list[Candidate], tasks: li
     """Step 2 with downgrades: every active task, then each pin in STR order that fits beside
     those kept when all of them drop to cheap levels (as in step 1: each at its cheapest
     line, or each at its lowest level, whichever keeps the higher-STR pins). True, with that
-    set placed as step 1 places it, when it keeps other pins than `kept` (the placement at
-    each one's highest fitting level), or keeps every task where that placement (`kept`
+    set placed as step 1 places it, when it keeps higher-STR pins than `kept` (the placement
+    at each one's highest fitting level), or keeps every task where that placement (`kept`
     None) could not; False, with the layout emptied, when it changes nothing or even the
     tasks alone do not fit."""
     best: set[Candidate] | None = None
@@ -368,8 +369,8 @@ def _keep_more_by_downgrading(sel: Selector, ordered: list[Candidate], tasks: li
         if best is None or key > best_key:
             best, best_key = chosen, key
     _restart(sel, ordered)
-    if best is None or (kept is not None and best == kept):
-        return False
+    if best is None or (kept is not None and best_key <= tuple(c in kept for c in pins)):
+        return False  # the first placement keeps these pins, or higher-STR ones
     if not _downgrade_to_fit(sel, [c for c in ordered if c in best]):
         return False  # (a format whose first speaker shortens the header) nothing changes
     for c in pins:
@@ -388,8 +389,12 @@ def _lowest_level(sel: Selector, c: Candidate) -> Level | None:
     return levels[-1] if levels else None
 
 
+def _cheapest_addition(sel: Selector, c: Candidate) -> Level | None:
+    return sel.cheapest_addition(c, sel.levels(c, priority_one=True))
+
+
 # The cheap placements step 1 tries, in turn (the first is the one earlier packs used).
-_CHEAP_PICKS = (_cheapest_line, _lowest_level)
+_CHEAP_PICKS = (_cheapest_line, _lowest_level, _cheapest_addition)
 
 
 def _restart(sel: Selector, tier: list[Candidate]) -> None:

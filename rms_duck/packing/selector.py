@@ -311,6 +311,26 @@ class Selector:
         outcome.reason = self._miss_reason(c, levels)
         return False
 
+    def cheapest_addition(self, c: Candidate, levels: Sequence[Level]) -> Level | None:
+        """The level of `levels` whose line adds the fewest tokens to the layout as it is
+        (its section heading and date lines included); the higher level on a tie."""
+        best: tuple[int, Level] | None = None
+        conflicted = bool(self.conflicts.get(c.id))
+        for level in levels:
+            text = representation_text(c, level)
+            if text is None:
+                continue
+            view = self._view_of(c, level, text)
+            line = self.fmt.record_line(view)
+            section = section_of(c, level, conflicted, self.config.fact_min_confidence)
+            entry = Entry(view, line, self.counter.line_cost(line), section,
+                          int(self.outcomes[c.id].tier), self._sequence,
+                          self.fmt.shows_speaker(view), dated(self.fmt, view))
+            delta = self.layout.delta(entry)
+            if best is None or delta < best[0]:
+                best = (delta, level)
+        return None if best is None else best[1]
+
     def _miss_reason(self, c: Candidate, levels: Sequence[Level]) -> Reason:
         if not levels:
             return Reason.BELOW_MIN_FIDELITY
