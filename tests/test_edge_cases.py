@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 import rms_duck
@@ -84,6 +86,34 @@ def test_a_record_in_a_conflict_pair_never_folds_into_another_pairs_record():
     # Without its own pair the claim still folds into the turn.
     plain = [dict(r, contradicts=[]) for r in rows]
     assert [r.id for r in rms_duck.pack_candidates(plain, budget=1000).excluded] == ["claim"]
+
+
+def test_adjacent_packs_the_records_trigger_tier_packs():
+    # Gathering T's window printed N (3 Jan) between T and X (both 1 Jan), restating the
+    # day line the layout had priced once: at 50 tokens assembly overshot and dropped X,
+    # so "adjacent" packed fewer records than "trigger_tier" (RFC section 5: the same
+    # objects). A window that no longer fits gathered stays in date order.
+    def day(d):
+        return datetime(2026, 1, d, 9, tzinfo=UTC)
+
+    rows = [{"id": "T", "score": 0.9, "content": "We booked the Lisbon flight.",
+             "paths": ["LEXICAL", "VECTOR"], "session_id": "s", "session_position": 4,
+             "event_time": day(1)},
+            {"id": "N", "score": 0.5, "content": "It leaves at noon.",
+             "paths": ["SESSION_CONTEXT"], "session_id": "s", "session_position": 5,
+             "event_time": day(3)},
+            {"id": "X", "score": 0.4, "content": "Maya packed.", "event_time": day(1),
+             "session_id": "s", "session_position": 9}]
+    gathered = 0
+    for budget in range(30, 90):
+        config = {"overhead_tokens": 0, "session_context_packing": "trigger_tier"}
+        tier = rms_duck.pack_candidates(rows, budget=budget, config=config)
+        adjacent = rms_duck.pack_candidates(
+            rows, budget=budget, config={**config, "session_context_packing": "adjacent"})
+        assert sorted(adjacent.included_ids) == sorted(tier.included_ids), budget
+        assert adjacent.tokens_used <= budget
+        gathered += adjacent.included_ids == ["T", "N", "X"]
+    assert gathered  # with room for the restated day, the window is gathered
 
 
 def test_receipt_bytes_do_not_depend_on_the_reference_time_offset():

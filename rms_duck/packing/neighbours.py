@@ -65,16 +65,18 @@ def window_key(c: Candidate, links: dict[str, Candidate]) -> str | None:
     return None
 
 
-def arrange_adjacent(entries: list, links: dict[str, Candidate]) -> list:
+def arrange_adjacent(entries: list, links: dict[str, Candidate],
+                     only: frozenset[str] | None = None) -> list:
     """Reorder a section's entries so each window's members sit together in session order.
 
-    The window takes the place of its first member; other entries keep their order.
+    The window takes the place of its first member; other entries keep their order. With
+    `only`, just the windows of those trigger ids are gathered.
     """
     triggers = {trigger.id for trigger in links.values()}
     windows: dict[str, list] = {}
     for entry in entries:
         key = _key(entry.candidate, links, triggers)
-        if key is not None:
+        if key is not None and (only is None or key in only):
             windows.setdefault(key, []).append(entry)
     if not any(len(members) > 1 for members in windows.values()):
         return entries
@@ -82,7 +84,7 @@ def arrange_adjacent(entries: list, links: dict[str, Candidate]) -> list:
     out = []
     for entry in entries:
         key = _key(entry.candidate, links, triggers)
-        if key is None:
+        if key is None or key not in windows:
             out.append(entry)
         elif key not in placed:
             placed.add(key)

@@ -421,6 +421,9 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
         assembly = assemble(sel.layout, budget=budget, available=available, conflicts=pairs,
                             excluded_count=n_rows - len(packed), numbered=numbered,
                             guidance=guidance, arrange=arrange)
+        if assembly is None and arrange is not None and not version3():
+            assembly = _gather_what_fits(sel, budget, available, pairs,
+                                         n_rows - len(packed), guidance)
         if assembly is not None:
             return assembly
         victim, entry = max(packed, key=lambda p: (p[0].tier is not Tier.PINNED_OR_TASK,
@@ -433,6 +436,38 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
             for outcome in sel.outcomes.values():
                 if outcome.reason is Reason.FOLDED and not sel.covered(outcome.candidate):
                     outcome.reason = Reason.BUDGET_EXHAUSTED
+
+
+def _gather_what_fits(sel: Selector, budget: int, available: int, pairs: list[list[str]],
+                      excluded_count: int, guidance: str | None) -> Assembly | None:
+    """"adjacent" packs the same records as "trigger_tier" (RFC section 5): when gathering
+    every session window restates date lines the layout (priced in date order) has no room
+    for, gather the windows that still fit, in trigger id order, and leave the others in
+    date order, rather than drop a record."""
+    def assembled(only: frozenset[str]) -> Assembly | None:
+        def arrange(entries):
+            return arrange_adjacent(entries, sel.links, only)
+        return assemble(sel.layout, budget=budget, available=available, conflicts=pairs,
+                        excluded_count=excluded_count, numbered=sel.config.numbered,
+                        guidance=guidance, arrange=arrange)
+
+    gathered: frozenset[str] = frozenset()
+    assembly = assembled(gathered)
+    if assembly is None:
+        return None
+    members: dict[str, int] = {}  # packed records per window: one alone has nothing to gather
+    for outcome in sel.outcomes.values():
+        if outcome.entry is not None:
+            c = outcome.candidate
+            key = sel.links[c.id].id if c.id in sel.links else (
+                c.id if c.id in sel.triggers else None)
+            if key is not None:
+                members[key] = members.get(key, 0) + 1
+    for trigger in sorted(key for key, n in members.items() if n > 1):
+        trial = assembled(gathered | {trigger})
+        if trial is not None:
+            gathered, assembly = gathered | {trigger}, trial
+    return assembly
 
 
 def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
