@@ -28,14 +28,20 @@ from .sha import sha256_text
 # labels. 5: the reader's shorter header and metadata line, and time lines only under a day
 # whose records differ in time. 6: reader record lines without the leading "- ", '#' section
 # and metadata headings, a shorter header; compact without a namespace column, with a speaker
-# one. Older receipts replay with the frozen formats and packing of their version
-# (formats/legacy.py, packing/compat.py).
-RECEIPT_VERSION = 6
+# one. 7: the section 7 ladder downgrades placed pins and tasks before it drops a pin, a
+# record in a conflict pair never folds, a counterpart below min_score marks the conflict,
+# adjacent windows gather only where they fit, and a reader speaker with a modifier letter
+# that looks like ':' or '"' is quoted. Older receipts replay with the frozen formats and
+# packing of their version (formats/legacy.py, packing/compat.py).
+RECEIPT_VERSION = 7
 
-# Every key of a stored receipt (receipt_version 6). The first group is the body that
+# Every key of a stored receipt (receipt_version 7). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
-    "receipt_version": "format version of the receipt (6; 5 before the reader's record "
+    "receipt_version": "format version of the receipt (7; 6 before the section 7 ladder "
+                       "downgraded placed pins and tasks before dropping a pin, and before "
+                       "records in a conflict pair stopped folding, "
+                       "5 before the reader's record "
                        "lines lost their leading '- ' and its section and metadata lines "
                        "became '#' headings and compact traded its namespace column for a "
                        "speaker one, 4 before the reader's shorter "

@@ -15,6 +15,7 @@ from .legacy import (
     ReaderV2Format,
     ReaderV3Format,
     ReaderV5Format,
+    ReaderV6Format,
 )
 from .reader import ReaderFormat
 
@@ -41,7 +42,8 @@ def register_format(fmt: Format) -> None:
 # offered for new packs, so they stay out of FORMATS and its listings.
 LEGACY_FORMATS: dict[str, Format] = {
     f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format(),
-                        ReaderV3Format(), ReaderV5Format(), CompactV5Format())}
+                        ReaderV3Format(), ReaderV5Format(), CompactV5Format(),
+                        ReaderV6Format())}
 
 
 def frozen_name(name: str, frozen: dict[str, str]) -> str:

@@ -6,10 +6,11 @@ Version 3 states the year once and the day as '27 Dec' under it instead of '2023
 Version 5 shortens the reader's header and metadata line and prints a time line only under
 a day whose records differ in time; versions 3 and 4 printed one under every timed day.
 Version 6 drops the "- " that opened each reader record line and makes its section and
-metadata lines '#' headings, and drops compact's namespace column for a speaker one. An
+metadata lines '#' headings, and drops compact's namespace column for a speaker one.
+Version 7 quotes a reader speaker holding a modifier letter that looks like ':' or '"'. An
 older receipt still replays to its exact bytes because replay packs it with these frozen
-copies ("reader@1", "compact@1", "reader@2", "reader@3", "reader@5", "compact@5"); new
-packs never choose them.
+copies ("reader@1", "compact@1", "reader@2", "reader@3", "reader@5", "compact@5",
+"reader@6"); new packs never choose them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .base import BaseFormat, RecordView, builtin_format, memoized, section_labe
 from .compact import CompactFormat
 from .cues import text_states_date, text_states_speaker
 from .metadata import reader_v5_metadata_line, short_metadata_line
-from .reader import ReaderFormat, record_parts, speaker_label_v5
+from .reader import ReaderFormat, record_parts, speaker_label_v5, speaker_label_v6
 
 _QUIET_LIFECYCLE = frozenset({Lifecycle.TENTATIVE, Lifecycle.STABLE})
 _QUIET_EPISTEMIC = frozenset({Epistemic.OBSERVED, Epistemic.ASSERTED})
@@ -34,6 +35,7 @@ LEGACY: dict[int, dict[str, str]] = {
     3: {"reader": "reader@3", "compact": "compact@5"},
     4: {"reader": "reader@3", "compact": "compact@5"},
     5: {"reader": "reader@5", "compact": "compact@5"},
+    6: {"reader": "reader@6"},
 }
 
 
@@ -148,6 +150,18 @@ class CompactV5Format(CompactFormat):
 class CompactV1Format(CompactV5Format):
     name = "compact@1"
     labels_conflicts = False  # the "conflict" field held the counterparts' node ids
+
+
+@builtin_format
+class ReaderV6Format(ReaderFormat):
+    """The reader format of receipt version 6: a speaker holding a modifier letter that
+    looks like ':' or '"' (such as 'ː' or 'ʺ') was printed plain, not as a JSON string."""
+
+    name = "reader@6"
+
+    @memoized
+    def record_line(self, view: RecordView) -> str:
+        return " ".join(record_parts(self, view, speaker_label_v6))
 
 
 @builtin_format

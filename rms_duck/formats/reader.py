@@ -174,6 +174,15 @@ def speaker_label(speaker: str) -> str:
     return json_text(speaker) + ":"
 
 
+def speaker_label_v6(speaker: str) -> str:
+    """speaker_label as receipt version 6 wrote it: a modifier letter that looks like ':' or
+    '"' passed as part of a plain name."""
+    if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
+            and not _FRAME_WORD.match(speaker):
+        return speaker + ":"
+    return json_text(speaker) + ":"
+
+
 def speaker_label_v5(speaker: str) -> str:
     """speaker_label as receipt version 5 wrote it, whose record lines opened with "- "."""
     if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..formats.base import RecordView
 from ..formats.reader import reader_tags
 from ..timefmt import as_utc
+from .compat import version6
 
 if TYPE_CHECKING:
     from .layout import Entry
@@ -24,7 +25,7 @@ def folds_into(inner: RecordView, outer: RecordView) -> bool:
     text = inner.text.strip()
     if not text or text not in outer.text:
         return False
-    if inner.contradicts:
+    if inner.contradicts and not version6():
         # Its conflict pair label would leave the context with it: while packing every pair
         # shares one provisional label, so the tags below cannot tell two pairs apart.
         return False

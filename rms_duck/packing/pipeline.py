@@ -33,7 +33,7 @@ from ..tokens.counter import LineCounter
 from ..tokens.encodings import encoding_source
 from ..unfrozen import new, unfrozen_twin
 from .assemble import Assembly, assemble
-from .compat import version3
+from .compat import version3, version6
 from .gcpause import gc_paused
 from .guidance import build_guidance
 from .layout import Entry
@@ -101,7 +101,7 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
     pool, below = split_min_score(pool, config)
     # A counterpart below min_score is still a candidate: a packed record it contradicts is
     # marked and its pair listed, as when the counterpart does not fit (it is never packed).
-    conflicts = conflict_map(pool + below if below else pool)
+    conflicts = conflict_map(pool + below if below and not version6() else pool)
 
     metadata = metadata_cost(config.format, counter, budget=budget, available=available,
                              excluded_count=len(rows), widest_label=f"c{max(len(pool), 1)}")
@@ -291,7 +291,7 @@ def _downgrade_to_fit(sel: Selector, ordered: list[Candidate]) -> bool:
     each at the level that adds the fewest tokens beside those placed before it. False, with
     the layout emptied, when none fits.
     """
-    for pick in _CHEAP_PICKS:
+    for pick in _CHEAP_PICKS[:1] if version6() else _CHEAP_PICKS:
         _restart(sel, ordered)
         if all((level := pick(sel, c)) is not None and sel.try_include(c, [level])
                for c in ordered):
@@ -352,7 +352,10 @@ def _keep_more_by_downgrading(sel: Selector, ordered: list[Candidate], tasks: li
     set placed as step 1 places it, when it keeps higher-STR pins than `kept` (the placement
     at each one's highest fitting level), or keeps every task where that placement (`kept`
     None) could not; False, with the layout emptied, when it changes nothing or even the
-    tasks alone do not fit."""
+    tasks alone do not fit. Always False in a replay of a receipt of version 6 or earlier,
+    whose step 2 did not downgrade (the caller's placement stands; compat.py)."""
+    if version6():
+        return False
     best: set[Candidate] | None = None
     best_key: tuple[bool, ...] = ()
     for pick in _CHEAP_PICKS:
@@ -421,7 +424,7 @@ def _assemble_within(sel: Selector, budget: int, available: int, n_rows: int,
         assembly = assemble(sel.layout, budget=budget, available=available, conflicts=pairs,
                             excluded_count=n_rows - len(packed), numbered=numbered,
                             guidance=guidance, arrange=arrange)
-        if assembly is None and arrange is not None and not version3():
+        if assembly is None and arrange is not None and not version6():
             assembly = _gather_what_fits(sel, budget, available, pairs,
                                          n_rows - len(packed), guidance)
         if assembly is not None:
