@@ -15,7 +15,7 @@ from rms_duck.audit.explain import explain
 from rms_duck.cli import main
 from rms_duck.errors import ReceiptError
 from rms_duck.escape import canonical_json
-from rms_duck.receipts import sha256_text
+from rms_duck.receipts import RECEIPT_VERSION, sha256_text
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_the_sealed_fields_are_the_documented_fields_a_pack_does_not_write():
     assert SEALED_FIELDS == set(RECEIPT_FIELDS) - set(body)
 
 
-@pytest.mark.parametrize("version", [0, -1, 7])
+@pytest.mark.parametrize("version", [0, -1, RECEIPT_VERSION + 1])
 def test_a_receipt_version_no_rms_duck_here_wrote_is_refused(stored, version):
     """Any whole number replayed with the current formats (and below 4 with version 3's
     conflict pricing), so a receipt claiming a version this rms_duck does not know was
