@@ -137,6 +137,35 @@ class MemoryBundle:
         """Exactly the context text whose tokens tokens_used counts."""
         return self.context
 
+    def to_row(self) -> dict[str, Any]:
+        """The STRUCT SQL pack_context() returns, as a dict of plain values (one row of
+        pack_batches(); pd.DataFrame([b.to_row() for b in bundles]) for a frame)."""
+        return {
+            "context": self.context,
+            "tokens_used": self.tokens_used,
+            "context_budget": self.context_budget,
+            "included": [
+                {"id": r.id, "section": r.section.value,
+                 "representation": r.representation.value, "tokens": r.tokens, "ref": r.ref,
+                 "score": r.score, "tier": int(r.tier), "conflict": r.conflict,
+                 "source_type": r.source_type, "epistemic": r.epistemic}
+                for r in self.included
+            ],
+            "excluded": [
+                {"id": r.id, "reason": r.reason.value, "score": r.score,
+                 "tier": None if r.tier is None else int(r.tier)}
+                for r in self.excluded
+            ],
+            "conflicts": [list(pair) for pair in self.conflicts],
+            "flags": list(self.flags),
+            "warnings": list(self.warnings),
+            "context_references": [{"ref": k, "id": v}
+                                   for k, v in self.context_references.items()],
+            "context_guidance": self.context_guidance,
+            "context_sha256": self.context_sha256,
+            "receipt": self.receipt,
+        }
+
     @property
     def excluded_ids(self) -> list[str]:
         return [record.id for record in self.excluded]

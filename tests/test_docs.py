@@ -338,6 +338,31 @@ def test_memory_bundle_attributes_are_documented():
     assert public <= names, f"undocumented MemoryBundle fields: {sorted(public - names)}"
 
 
+def test_every_memory_bundle_member_the_docs_name_exists():
+    # python-api.md named MemoryBundle.to_row() for years after the method was removed.
+    named = {(page.name, name) for page in PAGES
+             for name in re.findall(r"MemoryBundle\.(\w+)", read(page))}
+    from rms_duck.bundle import MemoryBundle
+    missing = sorted(f"{page}: MemoryBundle.{name}" for page, name in named
+                     if not hasattr(MemoryBundle, name))
+    assert not missing, missing
+
+
+def test_to_row_is_the_struct_sql_pack_context_returns():
+    con = rms_duck.connect()
+    try:
+        rows = [{"id": "a", "score": 0.9, "content": "The cut-over is on Friday."},
+                {"id": "b", "score": 0.2, "content": "Lunch is at noon. " * 40}]
+        bundle = rms_duck.pack(con, "SELECT * FROM (VALUES ('a', 0.9, 'The cut-over is on "
+                               "Friday.'), ('b', 0.2, repeat('Lunch is at noon. ', 40))) "
+                               "AS t(id, score, content)", budget=160, store=False)
+        sql = con.execute("SELECT to_json(pack_context(?, 160))::VARCHAR", [rows]).fetchall()
+        assert bundle.excluded_ids == ["b"]
+        assert bundle.to_row() == json.loads(sql[0][0])
+    finally:
+        con.close()
+
+
 def test_every_error_class_is_documented_with_its_bases():
     from rms_duck import errors
     table = section(read(ROOT / "docs" / "python-api.md"), "## Errors")

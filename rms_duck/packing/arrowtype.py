@@ -62,26 +62,4 @@ def inputs_field() -> pa.Field:
 
 def bundle_row(bundle: MemoryBundle) -> dict[str, Any]:
     """The STRUCT pack_context() returns in SQL, as a Python dict of bundle_arrow_type()."""
-    return {
-        "context": bundle.context,
-        "tokens_used": bundle.tokens_used,
-        "context_budget": bundle.context_budget,
-        "included": [
-            {"id": r.id, "section": r.section.value, "representation": r.representation.value,
-             "tokens": r.tokens, "ref": r.ref, "score": r.score, "tier": int(r.tier),
-             "conflict": r.conflict, "source_type": r.source_type, "epistemic": r.epistemic}
-            for r in bundle.included
-        ],
-        "excluded": [
-            {"id": r.id, "reason": r.reason.value, "score": r.score,
-             "tier": None if r.tier is None else int(r.tier)}
-            for r in bundle.excluded
-        ],
-        "conflicts": [list(pair) for pair in bundle.conflicts],
-        "flags": list(bundle.flags),
-        "warnings": list(bundle.warnings),
-        "context_references": [{"ref": k, "id": v} for k, v in bundle.context_references.items()],
-        "context_guidance": bundle.context_guidance,
-        "context_sha256": bundle.context_sha256,
-        "receipt": bundle.receipt,
-    }
+    return bundle.to_row()
