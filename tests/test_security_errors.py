@@ -241,6 +241,29 @@ def test_a_missing_file_opened_read_only_is_not_told_to_use_a_new_file(tmp_path)
         rms_duck.connect(str(tmp_path / "no-such-folder" / "x.duckdb"))
 
 
+@pytest.mark.parametrize("first", [False, True])
+def test_a_file_this_process_holds_the_other_way_is_named_as_held(tmp_path, first):
+    """A notebook holding the file writable, then connecting read-only (or the reverse),
+    was told the file did not exist or its folder could not be written."""
+    from rms_duck.errors import DatabaseOpenError
+
+    path = str(tmp_path / "nb.duckdb")
+    rms_duck.connect(path).close()
+    held = rms_duck.connect(path, read_only=first)
+    try:
+        with pytest.raises(DatabaseOpenError) as raised:
+            rms_duck.connect(path, read_only=not first)
+        message = str(raised.value)
+        assert "different configuration" in message  # DuckDB's own words stay
+        assert f"this process already has the file open {'read-only' if first else 'writable'}"\
+            in message
+        assert "con.close()" in message
+        assert "existing DuckDB file" not in message and "new file" not in message
+    finally:
+        held.close()
+    rms_duck.connect(path, read_only=not first).close()  # fine once the other is closed
+
+
 @pytest.mark.parametrize("budget", [1, 50, 100])
 def test_a_budget_within_the_overhead_packs_nothing(budget):
     # docs/packing.md: tokens_used <= max(0, budget - overhead_tokens); available may be < 0.

@@ -65,6 +65,15 @@ def connect(database: str = ":memory:", *, read_only: bool = False) -> duckdb.Du
             raise DatabaseInUseError(
                 f"cannot open database {database!r}: {first}; close that process's "
                 "connection first, or open a copy of the file") from None
+        if "different configuration" in str(exc):
+            # The file exists and this process has it open already, the other way (read-only
+            # or writable): DuckDB opens a file one way per process, whatever the path says.
+            raise DatabaseOpenError(
+                f"cannot open database {database!r}: {first}; this process already has the "
+                f"file open {'writable' if read_only else 'read-only'}, and DuckDB opens a "
+                "file one way per process: use that connection (or its con.cursor()), or "
+                "close every connection to the file first (con.close()) and connect again"
+            ) from None
         # Read-only cannot create a file: "or of a new file" sent the reader to make one.
         fix = ("pass the path of an existing DuckDB file (read-only opens no new one: create "
                "it first with rms_duck.connect(path))" if read_only else
