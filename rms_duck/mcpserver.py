@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -79,9 +80,22 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
             raise ConfigError(f"k must be a whole number of candidates >= 1, got {k!r}; pass "
                               "for example 50")
         settings = {"query": question, **(config or {})}
-        bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,
-                      params=[question, namespace, k], config=settings,
-                      store=store and not read_only, session_id=session_id)
+        try:
+            bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,
+                          params=[question, namespace, k], config=settings,
+                          store=store and not read_only, session_id=session_id)
+        except duckdb.InvalidInputException as exc:
+            stale = re.search(r"the lexical index is out of date \([^)]*\)", str(exc))
+            if not (read_only and stale):
+                raise
+            # DuckDB's fixes (refresh_index(con), stale_ok := true) are for Python and SQL
+            # callers; an agent can do neither through this tool.
+            raise ToolError(
+                f"DuckDB {type(exc).__name__}: rms_candidates: {stale.group(0)}, and this "
+                "server is --read-only, so it cannot refresh the index; restart it without "
+                "--read-only (rms-duck serve --db PATH) to refresh it, or rank on the index "
+                "as it is with pack_query: sql 'SELECT * FROM rms_candidates(?, ?, ?, "
+                "stale_ok := true)', params [question, namespace, k]") from None
         return bundle_dict(bundle)
 
     @server.tool()

@@ -123,3 +123,40 @@ def test_an_agents_ranking_query_cannot_hold_the_server(tmp_path):
     assert "timeout=0.3 s" in str(out["slow"])
     assert out["rows"].is_error and "more than max_rows=5 rows" in str(out["rows"])
 
+
+async def _read_only(db: str) -> dict:
+    from rms_duck.mcpserver import build_server
+
+    out = {}
+    async with mcp.Client(build_server(db, read_only=True)) as client:
+        out["rank"] = await client.call_tool("rank_and_pack", {"question": "heron cut-over",
+                                                               "budget": 300})
+        # The fix the error gives works: the same ranking on the index as it is.
+        out["stale_ok"] = await client.call_tool("pack_query", {
+            "sql": "SELECT * FROM rms_candidates(?, ?, ?, stale_ok := true)",
+            "params": ["heron cut-over", None, 50], "budget": 300})
+    return out
+
+
+def test_a_read_only_server_on_a_stale_index_gives_the_agent_a_fix_it_can_use(tmp_path):
+    """It passed on DuckDB's fixes, run rms_duck.refresh_index(con) or pass stale_ok := true,
+    neither of which an agent can do through rank_and_pack."""
+    import rms_duck
+
+    db = str(tmp_path / "agent.duckdb")
+    con = rms_duck.connect(db)
+    rms_duck.pack(con, "SELECT id::VARCHAR AS id, 0.5 AS score, content FROM rms_nodes",
+                  budget=300)  # indexes nothing yet: no nodes
+    for i, text in enumerate(NOTES):
+        con.execute("INSERT INTO rms_nodes (id, content) VALUES (?, ?)",
+                    [f"00000000-0000-0000-0000-00000000000{i}", text])
+    con.close()
+    out = asyncio.run(asyncio.wait_for(_read_only(db), timeout=120))
+    message = str(out["rank"])
+    assert out["rank"].is_error
+    assert "the lexical index is out of date (3 of 3 nodes not indexed" in message
+    assert "this server is --read-only" in message and "without --read-only" in message
+    assert "stale_ok := true" in message and "pack_query" in message
+    assert "refresh_index(con)" not in message
+    assert not out["stale_ok"].is_error
+    assert out["stale_ok"].structured_content["flags"] == ["NO_CANDIDATES"]
