@@ -17,7 +17,7 @@ import pytest
 import rms_duck
 from rms_duck.duck.api import _run_read_only
 from rms_duck.duck.types import bundle_row
-from rms_duck.errors import QueryRejectedError
+from rms_duck.errors import CandidateError, QueryRejectedError
 
 ROWS = [
     {"id": "n1", "score": 0.91, "content": "The Heron cut-over moved to 2026-12-19.",
@@ -401,3 +401,25 @@ def test_a_number_column_for_a_list_field_is_read_as_a_dict_row_reads_it(con, fi
         rms_duck.pack(con, pa.Table.from_pylist(numbered), budget=300, store=False)
     with pytest.raises(CandidateError, match=message):
         rms_duck.pack_candidates(numbered, budget=300)
+
+
+@pytest.mark.parametrize("kind", ["polars_lazy", "dask"])
+def test_a_lazy_frame_is_named_with_the_call_that_gives_rows(mcon, kind):
+    """A Dask DataFrame was refused as "got DataFrame", which reads as accepted, and a polars
+    LazyFrame as not being among the inputs "(pyarrow, pandas, polars, ...)"."""
+    frame = pd.DataFrame(ROWS).assign(q=1)
+    if kind == "dask":
+        dd = pytest.importorskip("dask.dataframe")
+        lazy, fix = dd.from_pandas(frame, npartitions=1), "ddf.compute()"
+        named = "a Dask DataFrame, which holds no rows until it is computed"
+    else:
+        lazy, fix = pl.from_pandas(frame).lazy(), "frame.collect()"
+        named = "a polars LazyFrame, which holds no rows until it is collected"
+    with pytest.raises(CandidateError, match="candidates must be") as packed:
+        rms_duck.pack(mcon, lazy, budget=400, store=False)
+    with pytest.raises(CandidateError, match="table must be Arrow data") as batched:
+        rms_duck.pack_batches(lazy, by="q", budget=400)
+    for raised in (packed, batched):
+        assert named in str(raised.value) and fix in str(raised.value)
+    if kind == "dask":
+        assert "rms_duck.dask.pack_groups(ddf" in str(batched.value)

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import CandidateError
-from ..packing.batches import as_table
+from ..packing.batches import as_table, lazy_frame_fix
 
 
 def arrow_table(data: Any) -> pa.Table:
@@ -27,6 +27,10 @@ def arrow_table(data: Any) -> pa.Table:
     if isinstance(data, (pa.Table, pa.RecordBatch)) or hasattr(data, "__arrow_c_stream__") \
             or (pandas is not None and isinstance(data, pandas.DataFrame)):
         return as_table(data, candidates=())
+    lazy = lazy_frame_fix(data)
+    if lazy is not None:
+        raise CandidateError(f"candidates must be a ranking query string or an Arrow-capable "
+                             f"table, got {lazy}")
     raise CandidateError(
         f"candidates must be a ranking query string or an Arrow-capable table (pyarrow, "
         f"pandas, polars, a DuckDB relation, anything with __arrow_c_stream__), got "
