@@ -207,6 +207,28 @@ def test_replace_through_another_connection_says_whose_udfs_they_are(tmp_path):
     owner.close()
 
 
+def test_replace_after_the_owner_closed_says_to_reconnect(tmp_path):
+    """A notebook reconnects (con2 = rms_duck.connect(path)) and closes the first
+    connection: DuckDB still lets only that closed one remove the UDFs, so "call
+    rms_duck.register(that connection, replace=True)" was a fix nobody could follow."""
+    from rms_duck.errors import UdfOwnerError
+
+    path = str(tmp_path / "nb.duckdb")
+    first = rms_duck.connect(path)
+    second = rms_duck.connect(path)
+    first.close()
+    with pytest.raises(UdfOwnerError) as raised:
+        rms_duck.register(second, replace=True)
+    assert "when it is closed" in str(raised.value)
+    assert "close every connection to this database and connect again" in str(raised.value)
+    second.close()  # the fix: the last connection closed, a new one registers afresh
+    again = rms_duck.connect(path)
+    try:
+        assert rms_duck.register(again, replace=True) is again
+    finally:
+        again.close()
+
+
 def test_replace_that_fails_halfway_registers_again_what_it_removed(tmp_path):
     """UDFs registered by two connections: replace=True through one removes its own, then
     meets the other's; it registers its own again before raising, so none goes missing."""

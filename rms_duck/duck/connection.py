@@ -172,9 +172,11 @@ def _remove_udfs(con: duckdb.DuckDBPyConnection, names: list[str]) -> None:
             raise UdfOwnerError(
                 f"register(con, replace=True) cannot replace the UDF {name!r}: another Python "
                 "connection to this database (or a cursor of it) registered it, and DuckDB "
-                "lets only that connection remove it; call rms_duck.register(that "
-                "connection, replace=True), or call rms_duck.register(con) without replace "
-                "to use the UDFs already there") from exc
+                "lets only that connection remove it, even after it is closed; call "
+                "rms_duck.register(that connection, replace=True), or, when it is closed (a "
+                "notebook's earlier connection), close every connection to this database and "
+                "connect again; or call rms_duck.register(con) without replace to use the "
+                "UDFs already there") from exc
         removed.append(name)
 
 
