@@ -321,3 +321,23 @@ def test_a_ranking_query_over_a_file_is_refused_with_a_way_to_rank_the_file(sql)
         "; to rank a file's rows, pass them as a table: rms_duck.pack(con, "
         "con.read_parquet(path), budget=...) (or read_csv), or load them into a table of "
         "your own first")
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
+def test_a_placeholder_cast_is_a_placeholder_and_a_cast(dialect):
+    """sqlglot reads `?::` as Databricks' try-cast operator in every dialect, so
+    WHERE ts > ?::TIMESTAMP was refused as "could not be parsed as duckdb SQL"."""
+    sql = ("SELECT ?::VARCHAR AS id, ?::DOUBLE AS score, 'x' AS content "
+           "WHERE 1 = ?::INT AND '?::' <> ?")
+    checked = check_query(sql, dialect)
+    assert checked.sql == ("SELECT CAST(? AS TEXT) AS id, CAST(? AS DOUBLE) AS score, 'x' AS "
+                           "content WHERE 1 = CAST(? AS INT) AND '?::' <> ?")
+    con = rms_duck.connect()
+    try:
+        bundle = rms_duck.pack(con, sql, budget=300, params=["n1", "0.4", "1", "y"],
+                               dialect=dialect, store=False)
+        assert bundle.included_ids == ["n1"] and bundle.included[0].score == 0.4
+    finally:
+        con.close()
+    with pytest.raises(QueryRejectedError, match="could not be parsed"):
+        check_query("SELECT ?::", dialect)

@@ -234,12 +234,38 @@ def _swap(node: exp.Expr, new: exp.Expr) -> None:
     new.parent, new.arg_key, new.index = parent, key, index
 
 
+def _parse(sql: str, dialect: str) -> list[exp.Expr | None]:
+    """sqlglot.parse(sql, read=dialect), except that a placeholder cast (?::INT) is one.
+
+    sqlglot's tokenizer reads `?::` as one token in every dialect, Databricks' try-cast
+    operator, which only the Databricks parser knows: elsewhere WHERE ts > ?::TIMESTAMP
+    failed as "Invalid expression / Unexpected token". Outside Databricks the token is
+    split into the placeholder and the cast it is there."""
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.tokens import Token, TokenType
+
+    read = Dialect.get_or_raise(dialect)
+    tokens = read.tokenize(sql)
+    if TokenType.QDCOLON not in read.parser_class.COLUMN_OPERATORS:
+        split: list[Token] = []
+        for token in tokens:
+            if token.token_type is not TokenType.QDCOLON:
+                split.append(token)
+                continue
+            split.append(Token(TokenType.PLACEHOLDER, "?", token.line, token.col - 2,
+                               token.start, token.start, token.comments))
+            split.append(Token(TokenType.DCOLON, "::", token.line, token.col, token.start + 1,
+                               token.end))
+        tokens = split
+    return read.parser().parse(tokens, sql)
+
+
 def _parse_one(sql: str, dialect: str) -> exp.Expr:
     quiet = logging.getLogger("sqlglot")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # its "falling back to Command" warnings are ours to report
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        statements = [s for s in _parse(sql, dialect) if s is not None]
     except (ParseError, SqlglotError) as exc:
         word = _leading_word(sql)
         if word and word not in _SELECT_WORDS:
