@@ -104,8 +104,13 @@ def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingC
                        inputs=inputs, processes=1)
     frame = out.to_pandas(types_mapper=pd.ArrowDtype)
     for key in keys:
+        dtype = meta[key].dtype
+        # An Arrow-backed key goes over as Arrow: through NumPy a NaN key became NULL,
+        # so the NaN group and the NULL group came back with the same key.
+        values = out.column(key).to_pandas(
+            types_mapper=pd.ArrowDtype if isinstance(dtype, pd.ArrowDtype) else None)
         # .array, not .values: .values of a tz-aware column is naive UTC datetime64.
-        frame[key] = out.column(key).to_pandas().astype(meta[key].dtype).array
+        frame[key] = values.astype(dtype).array
     return frame
 
 

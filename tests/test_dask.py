@@ -213,6 +213,29 @@ def test_a_decimal_key_keeps_its_dtype_through_the_workers_shuffle(client):
     assert result["context"].tolist() == expected["context"].tolist()
 
 
+def test_an_arrow_float_key_keeps_its_nan_group_apart_from_the_null_group(client):
+    """An Arrow-backed float key (pd.read_parquet(..., dtype_backend="pyarrow")) holds NaN
+    and NULL apart, and pack_batches() packs a group of each; the NaN group's key came back
+    NULL through NumPy, so two groups had the key None."""
+    import pyarrow as pa
+
+    keys = [1.0, float("nan"), None, 2.0, float("nan"), None, 1.0, 3.0, float("nan")]
+    table = pa.table({"q": pa.array(keys, pa.float64(), from_pandas=False),
+                      "id": [f"n{i}" for i in range(len(keys))],
+                      "score": [0.1 * (i + 1) for i in range(len(keys))],
+                      "content": [f"record {i}" for i in range(len(keys))]})
+    expected = rms_duck.pack_batches(table, by="q", budget=300)
+    assert str(expected.column("q").to_pylist()) == "[1.0, 2.0, 3.0, nan, None]"
+    frame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    for n in (1, 3):
+        lazy = pack_groups(dd.from_pandas(frame, npartitions=n), by="q", budget=300)
+        result = lazy.compute()
+        assert result["q"].dtype == lazy.dtypes["q"] == frame["q"].dtype
+        got = pa_table(result)
+        assert str(got.column("q").to_pylist()) == "[1.0, 2.0, 3.0, nan, None]", n
+        assert got.drop_columns(["q"]).equals(expected.drop_columns(["q"])), n  # NaN != NaN
+
+
 def test_a_categorical_key_of_unknown_categories_is_refused_with_the_fix():
     """Every key of such a column came back NaN: the partitions' bundles could not take
     the categories Dask had left to each partition."""
