@@ -69,6 +69,14 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
     meta = _meta(pd, ddf._meta, keys, inputs)
     options = {"keys": keys, "budget": budget, "config": config, "line_costs": line_costs,
                "inputs": inputs, "meta": meta, "key_rows": ddf._meta[keys]}
+    # Dask cannot range-partition an Arrow-backed timestamp or duration key before a
+    # map_partitions (its searchsorted raised "value should be a 'Timestamp' ..."): such a
+    # key is sorted as the NumPy-backed dtype of the same values; each partition's bundles
+    # get the input's dtype back from key_rows.
+    sortable = {key: dtype for key in keys
+                if (dtype := _sortable_dtype(pd, ddf._meta[key].dtype)) is not None}
+    if sortable:
+        ddf = ddf.astype(sortable)
     # sort_values range-partitions rows by the first key, but spreads the rows whose first
     # key is NULL over partitions (and cannot range-partition text holding NULLs). Those rows
     # go to one partition of their own, packed last, where pack_batches() groups and sorts
@@ -112,6 +120,23 @@ def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingC
         # .array, not .values: .values of a tz-aware column is naive UTC datetime64.
         frame[key] = values.astype(dtype).array
     return frame
+
+
+def _sortable_dtype(pd: Any, dtype: Any) -> Any:
+    """The NumPy-backed dtype holding an Arrow-backed timestamp or duration key's values
+    unchanged (unit and zone kept), or None for any other dtype."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not isinstance(dtype, pd.ArrowDtype):
+        return None
+    kind = dtype.pyarrow_dtype
+    if pa.types.is_timestamp(kind):
+        return pd.DatetimeTZDtype(kind.unit, kind.tz) if kind.tz else np.dtype(
+            f"datetime64[{kind.unit}]")
+    if pa.types.is_duration(kind):
+        return np.dtype(f"timedelta64[{kind.unit}]")
+    return None
 
 
 def _meta(pd: Any, rows: Any, keys: list[str], inputs: bool) -> Any:

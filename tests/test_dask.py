@@ -236,6 +236,36 @@ def test_an_arrow_float_key_keeps_its_nan_group_apart_from_the_null_group(client
         assert got.drop_columns(["q"]).equals(expected.drop_columns(["q"])), n  # NaN != NaN
 
 
+@pytest.mark.parametrize("kind", ["timestamp", "timestamp_utc", "duration"])
+def test_an_arrow_backed_time_key_packs_as_in_one_process(client, kind):
+    """pd.read_parquet(..., dtype_backend="pyarrow") gives Arrow-backed timestamp and
+    duration columns; pack_groups on such a key failed inside Dask's shuffle with
+    TypeError: value should be a 'Timestamp', 'NaT', or array of those."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    days = [1, 2, None, 3, 1, 2, 3, None, 1]
+    if kind == "duration":
+        values = [None if d is None else dt.timedelta(hours=d) for d in days]
+        arrow = pa.duration("us")
+    else:
+        zone = dt.UTC if kind == "timestamp_utc" else None
+        values = [None if d is None else dt.datetime(2026, 1, d, tzinfo=zone) for d in days]
+        arrow = pa.timestamp("us", "UTC" if zone else None)
+    frame = pd.DataFrame({
+        "k": pd.array(values, dtype=pd.ArrowDtype(arrow)),
+        "id": [f"n{i}" for i in range(len(days))],
+        "score": [0.1 * (i + 1) for i in range(len(days))],
+        "content": [f"record {i}" for i in range(len(days))]})
+    expected = rms_duck.pack_batches(frame, by="k", budget=300)
+    for n in (1, 3):
+        lazy = pack_groups(dd.from_pandas(frame, npartitions=n), by="k", budget=300)
+        result = lazy.compute()
+        assert result["k"].dtype == lazy.dtypes["k"] == frame["k"].dtype
+        assert pa_table(result).equals(expected), n
+
+
 def test_a_categorical_key_of_unknown_categories_is_refused_with_the_fix():
     """Every key of such a column came back NaN: the partitions' bundles could not take
     the categories Dask had left to each partition."""
