@@ -70,9 +70,11 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
     options = {"keys": keys, "budget": budget, "config": config, "line_costs": line_costs,
                "inputs": inputs, "meta": meta, "key_rows": ddf._meta[keys]}
     # Dask cannot range-partition an Arrow-backed timestamp or duration key before a
-    # map_partitions (its searchsorted raised "value should be a 'Timestamp' ..."): such a
-    # key is sorted as the NumPy-backed dtype of the same values; each partition's bundles
-    # get the input's dtype back from key_rows.
+    # map_partitions (its searchsorted raised "value should be a 'Timestamp' ..."), and it
+    # range-partitions a key in a zone west of UTC out of order (America/New_York: Jan 1
+    # landed in the last partition): such a key is sorted as the NumPy-backed dtype of the
+    # same instants, zoned keys in UTC; each partition's bundles get the input's dtype (and
+    # zone) back from key_rows.
     sortable = {key: dtype for key in keys
                 if (dtype := _sortable_dtype(pd, ddf._meta[key].dtype)) is not None}
     if sortable:
@@ -123,16 +125,19 @@ def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingC
 
 
 def _sortable_dtype(pd: Any, dtype: Any) -> Any:
-    """The NumPy-backed dtype holding an Arrow-backed timestamp or duration key's values
-    unchanged (unit and zone kept), or None for any other dtype."""
+    """The NumPy-backed dtype a key is sorted as: for an Arrow-backed timestamp or duration
+    key, the same values (unit kept); for a zoned one, the same instants in UTC. None for
+    any other dtype, which is sorted as it is."""
     import numpy as np
     import pyarrow as pa
 
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return None if str(dtype.tz) == "UTC" else pd.DatetimeTZDtype(dtype.unit, "UTC")
     if not isinstance(dtype, pd.ArrowDtype):
         return None
     kind = dtype.pyarrow_dtype
     if pa.types.is_timestamp(kind):
-        return pd.DatetimeTZDtype(kind.unit, kind.tz) if kind.tz else np.dtype(
+        return pd.DatetimeTZDtype(kind.unit, "UTC") if kind.tz else np.dtype(
             f"datetime64[{kind.unit}]")
     if pa.types.is_duration(kind):
         return np.dtype(f"timedelta64[{kind.unit}]")

@@ -266,6 +266,29 @@ def test_an_arrow_backed_time_key_packs_as_in_one_process(client, kind):
         assert pa_table(result).equals(expected), n
 
 
+@pytest.mark.parametrize("arrow", [False, True])
+def test_a_key_zoned_west_of_utc_comes_back_in_key_order(client, arrow):
+    """Dask range-partitioned a datetime64[us, America/New_York] key out of order (Jan 1
+    in the last partition), so the bundles came back Jan 2, Jan 1, Jan 3, though
+    pack_groups promises them sorted by key, as pack_batches() returns them."""
+    import pyarrow as pa
+
+    days = pd.Series([pd.Timestamp(f"2026-01-{i % 9 + 1:02d}") for i in range(30)])
+    frame = pd.DataFrame({
+        "day": days.dt.tz_localize("America/New_York"),
+        "id": [f"n{i}" for i in range(30)], "score": [0.03 * (i + 1) for i in range(30)],
+        "content": [f"record {i}" for i in range(30)]})
+    if arrow:
+        frame["day"] = frame["day"].astype(pd.ArrowDtype(pa.timestamp("us", "America/New_York")))
+    expected = rms_duck.pack_batches(frame, by="day", budget=300)
+    for n in (3, 5):
+        lazy = pack_groups(dd.from_pandas(frame, npartitions=n), by="day", budget=300)
+        result = lazy.compute()
+        assert result["day"].dtype == lazy.dtypes["day"] == frame["day"].dtype
+        assert result["day"].tolist() == sorted(set(frame["day"])), n
+        assert pa_table(result).equals(expected), n
+
+
 def test_a_categorical_key_of_unknown_categories_is_refused_with_the_fix():
     """Every key of such a column came back NaN: the partitions' bundles could not take
     the categories Dask had left to each partition."""
