@@ -29,3 +29,39 @@ def test_the_mcp_tool_table_matches_the_server():
     source = Path(mcpserver.__file__).read_text(encoding="utf-8")
     tools = re.findall(r"@guarded\n    def (\w+)\(", source)
     assert tools and all(f"| `{tool}(" in text for tool in tools)
+
+
+def test_the_mcp_client_configuration_names_the_database_by_an_absolute_path(tmp_path):
+    """The example gave --db memory.duckdb; a client such as Claude Desktop starts the
+    server in a working directory of its own, so the agent's memory went to another file.
+    The server, started elsewhere as the example starts it, opens the file named."""
+    import asyncio
+    import json
+    import sys
+
+    import pytest
+
+    mcp = pytest.importorskip("mcp")
+    block = re.search(r"```json\n(\{\"mcpServers\".*?)```", DOC.read_text(encoding="utf-8"),
+                      re.DOTALL)
+    assert block
+    server = json.loads(block.group(1))["mcpServers"]["memory"]
+    args = server["args"]
+    assert server["command"] == "rms-duck" and args[:2] == ["serve", "--db"]
+    assert Path(args[2]).is_absolute(), args[2]
+
+    db = tmp_path / "memory.duckdb"
+    elsewhere = tmp_path / "client-cwd"
+    elsewhere.mkdir()
+
+    async def session() -> None:
+        params = mcp.StdioServerParameters(
+            command=sys.executable, args=["-m", "rms_duck", *args[:2], str(db)],
+            cwd=str(elsewhere))
+        async with mcp.Client(params) as client:
+            done = await client.call_tool("pack_candidates", {
+                "candidates": [{"id": "a", "score": 0.5, "content": "hello"}], "budget": 300})
+            assert not done.is_error
+
+    asyncio.run(asyncio.wait_for(session(), timeout=120))
+    assert db.exists() and list(elsewhere.iterdir()) == []
