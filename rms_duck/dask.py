@@ -12,6 +12,7 @@ dask is imported on first use.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,7 +69,8 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
                 f"known first: ddf[{key!r}] = ddf[{key!r}].cat.as_known()")
     meta = _meta(pd, ddf._meta, keys, inputs)
     options = {"keys": keys, "budget": budget, "config": config, "line_costs": line_costs,
-               "inputs": inputs, "meta": meta, "key_rows": ddf._meta[keys]}
+               "inputs": inputs, "meta": meta, "key_rows": ddf._meta[keys],
+               "context_format": _registered_format(config)}
     # Dask cannot range-partition an Arrow-backed timestamp or duration key before a
     # map_partitions (its searchsorted raised "value should be a 'Timestamp' ..."), and it
     # range-partitions a key in a zone west of UTC out of order (America/New_York: Jan 1
@@ -94,16 +96,39 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
 _UNKNOWN = "__UNKNOWN_CATEGORIES__"
 
 
+def _registered_format(config: PackingConfig) -> Any:
+    """The format object of a context_format registered in this process with
+    register_format(), which travels to the workers with the task; None for a built-in
+    one, which every process has."""
+    from .formats import FORMATS
+    from .formats.base import _BUILTIN
+
+    fmt = FORMATS[config.context_format]
+    return None if type(fmt) in _BUILTIN else fmt
+
+
+_REGISTERING = threading.Lock()
+
+
 def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingConfig,
-                    line_costs: Any, inputs: bool, key_rows: Any) -> Any:
+                    line_costs: Any, inputs: bool, key_rows: Any,
+                    context_format: Any = None) -> Any:
     """On a worker: one partition's rows in, its groups' bundles out (pandas both ways).
 
     key_rows: the input frame's empty key columns. Keys take their dtypes, not the
-    partition's: Dask's p2p shuffle hands a decimal128[pyarrow] key over as object."""
+    partition's: Dask's p2p shuffle hands a decimal128[pyarrow] key over as object.
+    context_format: the client's registered format, registered here on first use: a
+    worker process knows only the built-in ones ("unknown context format 'plain'")."""
     import pandas as pd
     import pyarrow as pa
 
+    from .formats import FORMATS, register_format
     from .packing.batches import pack_batches
+
+    if context_format is not None and context_format.name not in FORMATS:
+        with _REGISTERING:  # a worker may run partitions on several threads
+            if context_format.name not in FORMATS:
+                register_format(context_format)
 
     meta = _meta(pd, key_rows, keys, inputs)
     if len(part) == 0:
