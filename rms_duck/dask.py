@@ -70,7 +70,8 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
     meta = _meta(pd, ddf._meta, keys, inputs)
     options = {"keys": keys, "budget": budget, "config": config, "line_costs": line_costs,
                "inputs": inputs, "meta": meta, "key_rows": ddf._meta[keys],
-               "context_format": _registered_format(config)}
+               "context_format": _registered_format(config),
+               "encodings": _encoding_registrations()}
     # Dask cannot range-partition an Arrow-backed timestamp or duration key before a
     # map_partitions (its searchsorted raised "value should be a 'Timestamp' ..."), and it
     # range-partitions a key in a zone west of UTC out of order (America/New_York: Jan 1
@@ -107,18 +108,39 @@ def _registered_format(config: PackingConfig) -> Any:
     return None if type(fmt) in _BUILTIN else fmt
 
 
+def _encoding_registrations() -> dict[str, Any] | None:
+    """The encoding files registered in this process (register_bpe_file,
+    register_tokenizer_file), for the workers to register too; None when there are none."""
+    from .tokens.encodings import registrations
+
+    found = registrations()
+    return found if any(found.values()) else None
+
+
+def _register_encodings(snapshot: dict[str, Any]) -> None:
+    """On a worker: add the client's encoding registrations to its own (the client's win
+    where both name one); each file is still checked against its sha256 when loaded."""
+    from .tokens.encodings import apply_registrations, registrations
+
+    here = registrations()
+    merged = {kind: {**here[kind], **snapshot[kind]} for kind in here}
+    if merged != here:
+        apply_registrations(merged)
+
+
 _REGISTERING = threading.Lock()
 
 
 def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingConfig,
                     line_costs: Any, inputs: bool, key_rows: Any,
-                    context_format: Any = None) -> Any:
+                    context_format: Any = None, encodings: Any = None) -> Any:
     """On a worker: one partition's rows in, its groups' bundles out (pandas both ways).
 
     key_rows: the input frame's empty key columns. Keys take their dtypes, not the
     partition's: Dask's p2p shuffle hands a decimal128[pyarrow] key over as object.
     context_format: the client's registered format, registered here on first use: a
-    worker process knows only the built-in ones ("unknown context format 'plain'")."""
+    worker process knows only the built-in ones ("unknown context format 'plain'").
+    encodings: the client's registered encoding files ("unknown encoding 'my-tok'")."""
     import pandas as pd
     import pyarrow as pa
 
@@ -129,6 +151,9 @@ def _pack_partition(part: Any, *, keys: list[str], budget: int, config: PackingC
         with _REGISTERING:  # a worker may run partitions on several threads
             if context_format.name not in FORMATS:
                 register_format(context_format)
+    if encodings is not None:
+        with _REGISTERING:
+            _register_encodings(encodings)
 
     meta = _meta(pd, key_rows, keys, inputs)
     if len(part) == 0:

@@ -319,6 +319,29 @@ def test_a_format_registered_in_this_process_packs_on_the_workers(client):
         FORMATS.pop("plain_dask", None)
 
 
+def test_an_encoding_registered_in_this_process_counts_on_the_workers(client, tmp_path):
+    """register_tokenizer_file() registers in this process only: the workers failed with
+    "unknown encoding 't-dask'", though the same config packed with pack_batches() here."""
+    pytest.importorskip("tokenizers")
+    from rms_duck.tokens import encodings
+
+    from .hf_tokenizers import save
+
+    path, digest = save("additive", tmp_path)
+    rms_duck.register_tokenizer_file("t-dask", path, sha256=digest)
+    try:
+        frame = pd.DataFrame({"q": [1, 1, 2], "id": list("abc"), "score": [0.9, 0.4, 0.7],
+                              "content": ["note 1 about the Heron migration", "y", "z"]})
+        config = {"encoding": "t-dask"}
+        expected = rms_duck.pack_batches(frame, by="q", budget=300, config=config)
+        result = pack_groups(dd.from_pandas(frame, npartitions=2), by="q", budget=300,
+                             config=config).compute()
+        assert pa_table(result).equals(expected)
+        assert '"encoding":"t-dask"' in result["receipt"].iloc[0]
+    finally:
+        encodings._HF_FILES.pop("t-dask", None)
+
+
 def test_a_categorical_key_of_unknown_categories_is_refused_with_the_fix():
     """Every key of such a column came back NaN: the partitions' bundles could not take
     the categories Dask had left to each partition."""
