@@ -160,3 +160,42 @@ def test_a_read_only_server_on_a_stale_index_gives_the_agent_a_fix_it_can_use(tm
     assert "refresh_index(con)" not in message
     assert not out["stale_ok"].is_error
     assert out["stale_ok"].structured_content["flags"] == ["NO_CANDIDATES"]
+
+
+async def _replay_with(db: str, extra: list[str], receipt_id: str) -> dict:
+    params = mcp.StdioServerParameters(command=sys.executable,
+                                       args=["-m", "rms_duck", "serve", "--db", db, *extra])
+    async with mcp.Client(params) as client:
+        return {"replay": await client.call_tool("replay", {"receipt_id": receipt_id}),
+                "pack": await client.call_tool("pack_candidates", {
+                    "candidates": [{"id": "a", "score": 0.5, "content": NOTES[0]}],
+                    "budget": 300, "config": {"encoding": "t-serve"}, "store": False})}
+
+
+@pytest.mark.slow  # two server processes
+def test_serve_registers_a_tokenizer_file_for_replay_and_packing(tmp_path):
+    """A receipt counted with a registered tokenizer could not be replayed over MCP: the
+    error said to pass --tokenizer-file NAME PATH SHA256, which serve did not accept."""
+    pytest.importorskip("tokenizers")
+    import rms_duck
+    from rms_duck.tokens import encodings
+
+    from .hf_tokenizers import save
+
+    path, digest = save("additive", tmp_path)
+    rms_duck.register_tokenizer_file("t-serve", path, sha256=digest)
+    db = str(tmp_path / "agent.duckdb")
+    con = rms_duck.connect(db)
+    try:
+        bundle = rms_duck.pack(con, "SELECT 'a' AS id, 0.5 AS score, 'hello there' AS content",
+                               budget=300, config={"encoding": "t-serve"})
+    finally:
+        con.close()
+        encodings._HF_FILES.pop("t-serve", None)
+    without = asyncio.run(asyncio.wait_for(_replay_with(db, [], bundle.receipt_id), 120))
+    assert without["replay"].is_error and "--tokenizer-file" in str(without["replay"])
+    flag = ["--tokenizer-file", "t-serve", str(path), digest]
+    out = asyncio.run(asyncio.wait_for(_replay_with(db, flag, bundle.receipt_id), 120))
+    assert not out["replay"].is_error, str(out["replay"])
+    assert out["replay"].structured_content["identical"] is True
+    assert not out["pack"].is_error and out["pack"].structured_content["tokens_used"] > 0
