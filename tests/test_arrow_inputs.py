@@ -423,3 +423,23 @@ def test_a_lazy_frame_is_named_with_the_call_that_gives_rows(mcon, kind):
         assert named in str(raised.value) and fix in str(raised.value)
     if kind == "dask":
         assert "rms_duck.dask.pack_groups(ddf" in str(batched.value)
+
+
+@pytest.mark.parametrize("store", [True, False])
+def test_a_plain_duckdb_connection_is_named_with_register_as_the_fix(store):
+    """A notebook's con = duckdb.connect() (not rms_duck.connect()) got DuckDB's "Catalog
+    Error: Table with name rms_line_costs does not exist!", store=False too."""
+    from rms_duck.errors import ConfigError
+    from rms_duck.tokens.counter import clear_line_cache
+
+    clear_line_cache()  # cold, as in a new notebook: the pack looks its lines up
+    con = duckdb.connect()
+    try:
+        with pytest.raises(ConfigError, match=r"con has no rms_duck schema: rms_line_costs "
+                           r"does not exist .* rms_duck\.register\(con\)"):
+            rms_duck.pack(con, pd.DataFrame(ROWS), budget=400, store=store)
+        assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]
+        rms_duck.register(con)  # the fix works
+        assert rms_duck.pack(con, pd.DataFrame(ROWS), budget=400, store=store).included
+    finally:
+        con.close()
