@@ -48,6 +48,7 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
     from .audit.verify import verify_receipts
     from .duck.api import pack, pack_rows
     from .duck.connection import connect
+    from .duck.surrogates import first_surrogate
 
     con = connect(db, read_only=read_only)
     lock = threading.Lock()
@@ -79,6 +80,12 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ConfigError(f"k must be a whole number of candidates >= 1, got {k!r}; pass "
                               "for example 50")
+        for name, value in (("question", question), ("namespace", namespace)):
+            found = first_surrogate(value)
+            if found is not None:  # else named as params[0] of a query the agent never saw
+                raise ConfigError(
+                    f"{name} holds a lone surrogate ({found!r}, half of a UTF-16 pair), "
+                    "which DuckDB cannot take as text; send the text as valid UTF-8")
         settings = {"query": question, **(config or {})}
         try:
             bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,

@@ -235,3 +235,22 @@ def test_json_text_is_json_dumps_hardened(text):
 
 class _Str(str):
     """A str subclass, as a caller's own string type may be."""
+
+
+@pytest.mark.parametrize("params", [["\ud800"], {"q": ["ok", "\udc00"]}])
+def test_a_lone_surrogate_in_query_params_names_the_parameter(params):
+    """DuckDB refused it with "Python Conversion Failure: cannot encode str as UTF-8",
+    naming no parameter; an MCP agent's JSON "\\ud800" escape gives one."""
+    from rms_duck.errors import ConfigError
+
+    sql = ("SELECT ?::VARCHAR AS id, 0.5 AS score, 'x' AS content" if isinstance(params, list)
+           else "SELECT $q[2] AS id, 0.5 AS score, 'x' AS content")
+    con = rms_duck.connect()
+    try:
+        with pytest.raises(ConfigError) as raised:
+            rms_duck.pack(con, sql, budget=300, params=params, store=False)
+        name = "params[0]" if isinstance(params, list) else "params['q']"
+        assert str(raised.value).startswith(f"{name} holds a lone surrogate")
+        assert "encode('utf-8', 'replace')" in str(raised.value)
+    finally:
+        con.close()

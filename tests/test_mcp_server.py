@@ -81,6 +81,8 @@ async def _errors(db: str) -> dict:
                    "AS t(id, score, content) WHERE 1 = ?", "budget": 300})
         out["unknown"] = await call("pack_query", {"sql": "SELECT * FROM memories",
                                                    "budget": 300})
+        out["surrogate"] = await call("rank_and_pack", {"question": "heron \ud800",
+                                                        "budget": 300})
     return out
 
 
@@ -95,6 +97,10 @@ def test_tool_errors_tell_the_agent_what_to_fix(tmp_path):
     unknown = str(out["unknown"])
     assert out["unknown"].is_error and "'memories' is not a table, view or CTE" in unknown
     assert "rms_candidates(question)" in unknown and "con.register" not in unknown
+    # DuckDB's "Python Conversion Failure: cannot encode str as UTF-8" named no argument.
+    assert out["surrogate"].is_error
+    text = out["surrogate"].content[0].text
+    assert "ConfigError: question holds a lone surrogate ('\\ud800'" in text
 
 
 async def _limited(db: str) -> dict:

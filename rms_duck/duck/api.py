@@ -23,6 +23,7 @@ from .indexcheck import ensure_index, index_went_stale, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import ASCII_LOWER, check_query
 from .storage import store_bundle
+from .surrogates import first_surrogate
 from .transactions import transaction_open
 
 
@@ -270,13 +271,25 @@ def _query_params(params: Sequence[Any] | Mapping[str, Any] | None
     if params is None:
         return []
     if isinstance(params, Mapping):
-        return dict(params)
+        values: list[Any] | dict[str, Any] = dict(params)
     # A set has no order, so its values would meet the placeholders in hash order.
-    if isinstance(params, (str, bytes, set, frozenset)) or not isinstance(params, Iterable):
+    elif isinstance(params, (str, bytes, set, frozenset)) or not isinstance(params, Iterable):
         raise ConfigError(f"params must be a list of values for the query's ? placeholders "
                           f"(or a dict for $name ones), got {type(params).__name__} "
                           f"{params!r:.80}; pass for example params=[question, namespace]")
-    return list(params)
+    else:
+        values = list(params)
+    # DuckDB refuses such text with "Python Conversion Failure: cannot encode str as UTF-8",
+    # naming no parameter (an MCP agent's JSON "\ud800" escape gives one).
+    for key, value in (values.items() if isinstance(values, dict) else enumerate(values)):
+        found = first_surrogate(value)
+        if found is not None:
+            name = f"params[{key!r}]" if isinstance(values, dict) else f"params[{key}]"
+            raise ConfigError(
+                f"{name} holds a lone surrogate ({found!r}, half of a UTF-16 pair), which "
+                "DuckDB cannot take as text; fix the text, for example "
+                "text.encode('utf-8', 'replace').decode()")
+    return values
 
 
 def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
