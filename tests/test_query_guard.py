@@ -341,3 +341,18 @@ def test_a_placeholder_cast_is_a_placeholder_and_a_cast(dialect):
         con.close()
     with pytest.raises(QueryRejectedError, match="could not be parsed"):
         check_query("SELECT ?::", dialect)
+
+
+def test_a_lone_surrogate_in_the_query_text_is_named_with_its_place():
+    """DuckDB refused it with "Python Conversion Failure: cannot encode str as UTF-8"
+    (an MCP agent's pack_query sql with a JSON "\\ud800" escape)."""
+    sql = "SELECT 'a' AS id, 0.5 AS score, 'x\ud800' AS content"
+    with pytest.raises(QueryRejectedError, match=r"lone surrogate \('\\ud800' at character "
+                       r"34, half of a UTF-16 pair\)"):
+        check_query(sql)
+    con = rms_duck.connect()
+    try:
+        with pytest.raises(QueryRejectedError, match="lone surrogate"):
+            rms_duck.pack(con, sql, budget=300, store=False)
+    finally:
+        con.close()

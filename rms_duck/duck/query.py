@@ -119,6 +119,14 @@ def check_query(sql: str, dialect: str = "duckdb", *,
         raise QueryRejectedError(
             f"ranking query must be one SELECT statement, got {sql!r}; "
             "pass for example 'SELECT id, score, content FROM rms_nodes'")
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # DuckDB said only "Python Conversion Failure: cannot encode str as UTF-8".
+        raise QueryRejectedError(
+            f"ranking query holds a lone surrogate ({sql[exc.start]!r} at character "
+            f"{exc.start}, half of a UTF-16 pair), which DuckDB cannot take as text; fix the "
+            "text, for example sql.encode('utf-8', 'replace').decode()") from None
     if len(sql) > MAX_QUERY_CHARS:
         raise QueryRejectedError(
             f"ranking query is {len(sql):,} characters long, more than the {MAX_QUERY_CHARS:,} "
