@@ -443,3 +443,22 @@ def test_a_plain_duckdb_connection_is_named_with_register_as_the_fix(store):
         assert rms_duck.pack(con, pd.DataFrame(ROWS), budget=400, store=store).included
     finally:
         con.close()
+
+
+def test_a_relation_over_a_stale_index_is_not_told_that_pack_refreshes_it():
+    """pack(con, con.sql("SELECT * FROM rms_candidates(...)")) failed with "run
+    rms_duck.refresh_index(con) (rms_duck.pack() does it for you ...)": it was pack() that
+    ran it, and pack() refreshes the index before query text only."""
+    con = rms_duck.connect()
+    try:
+        con.execute("INSERT INTO rms_nodes (id, content) VALUES (uuid(), 'Heron cut-over')")
+        sql = "SELECT * FROM rms_candidates('heron')"
+        with pytest.raises(duckdb.InvalidInputException) as raised:
+            rms_duck.pack(con, con.sql(sql), budget=300, store=False)
+        message = str(raised.value)
+        assert "the lexical index is out of date (1 of 1 nodes not indexed" in message
+        assert "a relation runs as it was built: pass the query text instead" in message
+        assert "does it for you" not in message
+        assert rms_duck.pack(con, sql, budget=300, store=False).included  # the first fix
+    finally:
+        con.close()

@@ -6,13 +6,29 @@ the same bundle, as passing the equivalent pyarrow Table.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from ..errors import CandidateError
 from ..packing.batches import as_table, lazy_frame_fix
+
+
+def _stale_relation(exc: duckdb.InvalidInputException) -> Exception:
+    """rms_candidates()'s stale-index error says rms_duck.pack() refreshes the index, which
+    it does for query text only: a relation runs as it was built."""
+    found = re.match(r"(.*the lexical index is out of date \([^)]*\))", str(exc))
+    if found is None:
+        return exc
+    return duckdb.InvalidInputException(
+        f"{found.group(1)}; rms_duck.pack() refreshes the index before query text, but a "
+        "relation runs as it was built: pass the query text instead (rms_duck.pack(con, "
+        "\"SELECT * FROM rms_candidates('...')\", budget=...)), run "
+        "rms_duck.refresh_index(con) before building the relation, or pass stale_ok := true "
+        "to rank on the index as it is")
 
 
 def arrow_table(data: Any) -> pa.Table:
@@ -22,7 +38,10 @@ def arrow_table(data: Any) -> pa.Table:
         data = data.read_all()
     to_arrow = getattr(data, "to_arrow_table", None)  # a DuckDB relation
     if callable(to_arrow) and type(data).__module__.startswith(("duckdb", "_duckdb")):
-        data = to_arrow()
+        try:
+            data = to_arrow()
+        except duckdb.InvalidInputException as exc:
+            raise _stale_relation(exc) from None
     pandas = sys.modules.get("pandas")
     if isinstance(data, (pa.Table, pa.RecordBatch)) or hasattr(data, "__arrow_c_stream__") \
             or (pandas is not None and isinstance(data, pandas.DataFrame)):
