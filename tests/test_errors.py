@@ -571,6 +571,27 @@ def test_pack_candidates_given_a_table_or_one_record_says_what_to_pass(kind):
     with pytest.raises(CandidateError, match=r"^candidates must be an iterable of records "
                                              r"\(dicts or Candidates\), got \w+; for a "
                                              r"DataFrame or Arrow table pass "
-                                             r"df.to_dict\('records'\) or table.to_pylist\(\)"):
+                                             r"df.to_dict\('records'\) \(polars: "
+                                             r"df.to_dicts\(\)\) or table.to_pylist\(\)"):
         rms_duck.pack_candidates(given, budget=300)
     assert rms_duck.pack_candidates(iter([GOOD]), budget=300).included
+
+
+@pytest.mark.parametrize("kind", ["dask", "polars lazy"])
+def test_pack_candidates_given_a_lazy_frame_says_how_to_get_its_records(kind):
+    """A Dask DataFrame was told to pass df.to_dict('records'), which it does not have; a
+    polars LazyFrame the same, which it lacks too: neither holds rows until computed."""
+    import dask.dataframe as dd
+    import pandas as pd
+    import polars as pl
+
+    given = (dd.from_pandas(pd.DataFrame([GOOD]), npartitions=1) if kind == "dask"
+             else pl.DataFrame([GOOD]).lazy())
+    fix = (r"ddf.compute\(\).to_dict\('records'\), or pack its groups on the cluster with "
+           r"rms_duck.dask.pack_groups" if kind == "dask" else r"frame.collect\(\).to_dicts\(\)")
+    with pytest.raises(CandidateError, match=r"got a (Dask DataFrame|polars LazyFrame), which "
+                                             rf"holds no rows until it is computed; pass {fix}"):
+        rms_duck.pack_candidates(given, budget=300)
+    records = (given.compute().to_dict("records") if kind == "dask"
+               else given.collect().to_dicts())
+    assert rms_duck.pack_candidates(records, budget=300).included
