@@ -13,7 +13,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from . import __version__
 from .errors import ConfigError, QueryRejectedError, RmsError
@@ -23,6 +23,23 @@ INSTRUCTIONS = (
     "the prompt, counted exactly in tokens; each stored pack has a receipt_id that explain, "
     "verify and replay audit."
 )
+
+
+def _not_a_bool(value: Any) -> Any:
+    """JSON true and false are not numbers: validated as int, they passed as 1 and 0, so
+    {"budget": true} packed into 1 token and {"k": true} ranked one candidate."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a whole number, got {str(value).lower()} (JSON true and "
+                         "false are not numbers); send a number such as 50")
+    return value
+
+
+try:  # the MCP SDK validates tool arguments with pydantic, which it requires
+    from pydantic import BeforeValidator
+except ModuleNotFoundError:  # no SDK: build_server says to install it
+    Whole = int
+else:
+    Whole = Annotated[int, BeforeValidator(_not_a_bool)]  # type: ignore[misc,assignment]
 
 
 # An agent's ranking query runs under the lock every tool call takes: without a limit, one
@@ -72,7 +89,7 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
 
     @server.tool()
     @guarded
-    def rank_and_pack(question: str, budget: int, namespace: str | None = None, k: int = 50,
+    def rank_and_pack(question: str, budget: Whole, namespace: str | None = None, k: Whole = 50,
                       config: dict[str, Any] | None = None, store: bool = True,
                       session_id: str | None = None) -> dict[str, Any]:
         """Rank the memory nodes for a question (BM25, trigrams, pins, active tasks) and
@@ -107,7 +124,7 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
 
     @server.tool()
     @guarded
-    def pack_query(sql: str, budget: int, params: list[Any] | None = None,
+    def pack_query(sql: str, budget: Whole, params: list[Any] | None = None,
                    config: dict[str, Any] | None = None, store: bool = True,
                    dialect: str = "duckdb", namespace: str | None = None,
                    session_id: str | None = None) -> dict[str, Any]:
@@ -131,7 +148,7 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
 
     @server.tool()
     @guarded
-    def pack_candidates(candidates: list[dict[str, Any]], budget: int,
+    def pack_candidates(candidates: list[dict[str, Any]], budget: Whole,
                         config: dict[str, Any] | None = None, store: bool = True,
                         namespace: str | None = None,
                         session_id: str | None = None) -> dict[str, Any]:

@@ -83,12 +83,26 @@ async def _errors(db: str) -> dict:
                                                    "budget": 300})
         out["surrogate"] = await call("rank_and_pack", {"question": "heron \ud800",
                                                         "budget": 300})
+        out["true k"] = await call("rank_and_pack", {"question": "heron", "budget": 300,
+                                                     "k": True})
+        out["true budget"] = await call("pack_candidates", {
+            "candidates": [{"id": "a", "score": 0.5, "content": "x"}], "budget": True})
+        out["float budget"] = await call("pack_query", {
+            "sql": "SELECT 'a' AS id, 0.5 AS score, 'x' AS content", "budget": 300.0,
+            "store": False})
     return out
 
 
 def test_tool_errors_tell_the_agent_what_to_fix(tmp_path):
     # In process: the SDK's client drives the server object directly.
     out = asyncio.run(asyncio.wait_for(_errors(str(tmp_path / "agent.duckdb")), timeout=120))
+    # The SDK took JSON true as the integer 1: {"budget": true} packed into 1 token and
+    # {"k": true} ranked one candidate, past the server's own check.
+    for key, name in (("true k", "k"), ("true budget", "budget")):
+        text = out[key].content[0].text
+        assert out[key].is_error and f"\n{name}\n" in text, text
+        assert "must be a whole number, got true (JSON true and false are not numbers)" in text
+    assert not out["float budget"].is_error  # 300.0 is still 300
     assert out["k"].is_error and "ConfigError: k must be a whole number" in str(out["k"])
     # DuckDB's own message, not the SDK's bare "Error executing tool".
     assert out["params"].is_error and "DuckDB InvalidInputException" in str(out["params"])
