@@ -76,6 +76,12 @@ class PackingConfig:
                 f"got {self.session_window!r}; the default is 3"
             )
         _resolve_encoding(self)
+        if self.reference_time is not None:
+            # The same values a dict or JSON config takes (ISO text, a date), checked here:
+            # PackingConfig(reference_time="2026-09-14") failed later, at the pack, with a
+            # bare AttributeError ('str' object has no attribute 'tzinfo').
+            object.__setattr__(self, "reference_time",
+                               parse_instant("reference_time", self.reference_time))
         for name in ("fact_min_confidence", "min_score"):
             _unit_interval(name, getattr(self, name))
         if self.query is not None and not isinstance(self.query, str):

@@ -6,12 +6,14 @@ and a failed pack stores nothing.
 from __future__ import annotations
 
 import json
+from datetime import date
 
 import duckdb
 import pyarrow as pa
 import pytest
 
 import rms_duck
+from rms_duck.config import parse_config
 from rms_duck.errors import (
     CandidateError,
     ConfigError,
@@ -595,3 +597,24 @@ def test_pack_candidates_given_a_lazy_frame_says_how_to_get_its_records(kind):
     records = (given.compute().to_dict("records") if kind == "dask"
                else given.collect().to_dicts())
     assert rms_duck.pack_candidates(records, budget=300).included
+
+
+@pytest.mark.parametrize(("given", "stored"), [
+    ("2026-09-14T00:00:00+00:00", "2026-09-14T00:00:00+00:00"),
+    ("2026-09-14T00:00:00Z", "2026-09-14T00:00:00+00:00"),
+    (date(2026, 9, 14), "2026-09-14T00:00:00"),
+])
+def test_packing_config_takes_the_reference_times_a_dict_config_takes(given, stored):
+    # PackingConfig(reference_time="2026-09-14T00:00:00+00:00") was accepted as it was and
+    # the pack then failed with AttributeError: 'str' object has no attribute 'tzinfo'.
+    config = rms_duck.PackingConfig(reference_time=given)
+    bundle = rms_duck.pack_candidates([GOOD], budget=300, config=config)
+    assert bundle.receipt_body["config"]["reference_time"] == stored
+    assert config == parse_config({"reference_time": given})
+
+
+@pytest.mark.parametrize("given", ["yesterday", 5])
+def test_packing_config_refuses_a_reference_time_that_is_no_time_by_field(given):
+    with pytest.raises(ConfigError, match=r"^config field 'reference_time' must be an ISO-8601 "
+                                          rf"timestamp such as .*, got {given!r}"):
+        rms_duck.PackingConfig(reference_time=given)
