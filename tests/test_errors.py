@@ -177,6 +177,10 @@ def test_sql_error_reads_well_after_duckdbs_prefix(shared_con, rows, sql_rows, c
     message = str(raised.value)
     # "...the UDF: CandidateError: candidate #0 ...": the class name, then our message.
     assert f"{UDF_PREFIX}{error.__name__}: " in message
+    lacking = [n for n in ("id", "score", "content") if f"'{n}':" not in sql_rows]
+    if lacking:  # a STRUCT without the field is refused by field, before any row
+        phrases = [f"pack_context: the candidates lack the field {lacking[0]!r}",
+                   "every candidate needs id, score and content"]
     for phrase in phrases:
         assert phrase in message
 
@@ -618,3 +622,32 @@ def test_packing_config_refuses_a_reference_time_that_is_no_time_by_field(given)
     with pytest.raises(ConfigError, match=r"^config field 'reference_time' must be an ISO-8601 "
                                           rf"timestamp such as .*, got {given!r}"):
         rms_duck.PackingConfig(reference_time=given)
+
+
+@pytest.mark.parametrize(("fields", "lacking", "given"), [
+    ("id, content", "field 'score'", "'id', 'content'"),
+    ("id", "fields 'score' and 'content'", "'id'"),
+    ("content AS body, id, 0.5 AS score", "field 'content'", "'body', 'id', 'score'"),
+])
+@pytest.mark.parametrize("fn", ["pack_context", "rms_store"])
+def test_a_sql_candidate_list_without_a_required_field_names_it(shared_con, fn, fields,
+                                                                 lacking, given):
+    # DuckDB's cast filled the absent field with NULL, so the error read "field 'score' is
+    # required ..., got None (SQL NULL); filter out NULL scores or COALESCE them to 0".
+    query = (f"SELECT {fn}(list(c), 500) FROM (SELECT {fields} FROM (VALUES ('a', 'x')) "
+             "AS t(id, content)) AS c")
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        shared_con.sql(query).fetchall()
+    message = str(raised.value)
+    assert (f"{UDF_PREFIX}CandidateError: {fn}: the candidates lack the {lacking} (fields "
+            f"given: {given}); every candidate needs id, score and content: name them so, "
+            f"for example {fn}(list({{'id': node_id, 'score': similarity, 'content': body}}), "
+            "4096)") in message
+    assert "SQL NULL" not in message
+    assert count_stored(shared_con) == (0, 0)
+
+
+def test_sql_candidate_fields_match_the_required_names_without_regard_to_case(shared_con):
+    rows = shared_con.sql("SELECT pack_context([{'ID': 'a', 'Score': 0.5, 'CONTENT': 'x'}], "
+                          "500).included").fetchall()
+    assert [record["id"] for record in rows[0][0]] == ["a"]

@@ -65,8 +65,23 @@ _DECIMAL = re.compile(r"DECIMAL\((\d+),(\d+)\)")
 
 
 def check_candidate_type(type_text: str, fn: str) -> None:
-    """Raise CandidateError when a known field of the candidate STRUCT list type `type_text`
-    (as typeof() prints it) has a type DuckDB's cast would convert or fail on."""
+    """Raise CandidateError when the candidate STRUCT list type `type_text` (as typeof()
+    prints it) lacks id, score or content, or a known field has a type DuckDB's cast would
+    convert or fail on."""
+    missing = _missing(type_text)
+    if missing:
+        names, lacking = missing
+        quoted = [repr(name) for name in lacking]
+        what = (f"field {quoted[0]}" if len(quoted) == 1
+                else f"fields {', '.join(quoted[:-1])} and {quoted[-1]}")
+        # The cast fills an absent field with NULL, so each row's error read "field 'score'
+        # is required ..., got None (SQL NULL); filter out NULL scores": a NULL that no row
+        # held, and a fix that did not apply (as in Python, columnar.check_columns).
+        raise CandidateError(
+            f"{fn}: the candidates lack the {what} (fields given: "
+            f"{', '.join(repr(name) for name in names) or 'none'}); every candidate needs id, "
+            f"score and content: name them so, for example {fn}(list({{'id': node_id, "
+            "'score': similarity, 'content': body}), 4096)")
     problem = _problem(type_text)
     if problem is not None:
         name, given, kind = problem
@@ -86,6 +101,19 @@ def _problem(type_text: str) -> tuple[str, str, str] | None:
         if kind is not None and given != _NULL and not _allowed(kind, given):
             return name, given, kind
     return None
+
+
+@lru_cache(maxsize=256)
+def _missing(type_text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(the fields given, the required ones among id, score and content that none of them
+    names) when some are missing; fields match without regard to case, as the cast does."""
+    element = _LIST_SUFFIX.sub("", type_text, count=1)
+    if not (element.startswith("STRUCT(") and element.endswith(")")):
+        return None
+    given = tuple(name for name, _ in _struct_fields(element[len("STRUCT("):-1]))
+    names = {name.lower() for name in given}
+    lacking = tuple(name for name in ("id", "score", "content") if name not in names)
+    return (given[:20], lacking) if lacking else None
 
 
 @lru_cache(maxsize=256)
