@@ -73,10 +73,23 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'rms_duck' has no attribute {name!r}")
+        return _submodule(__name__, name)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # resolve once
     return value
+
+
+def _submodule(package: str, name: str) -> Any:
+    """A package's submodule `name`, imported on first use, so the dotted names the docs
+    give (rms_duck.audit.explain.explain, rms_duck.duck.ranking.RankingWeights) work after a
+    plain `import rms_duck`; AttributeError for any other name, as for a plain module."""
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{name}":
+                raise  # the submodule exists and an import inside it failed
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -54,6 +54,31 @@ def test_unknown_attribute_is_an_attribute_error():
         rms_duck.nope  # noqa: B018
 
 
+@pytest.mark.parametrize("dotted", [
+    "rms_duck.audit.explain.explain",  # README's auditor section names it so
+    "rms_duck.duck.ranking.RankingWeights",
+    "rms_duck.packing.batches.output_schema",
+    "rms_duck.packing.parallel.one_process",
+    "rms_duck.tokens.counter.LineCounter",
+    "rms_duck.formats.register_format",
+    "rms_duck.errors.RmsWarning",
+    "rms_duck.dask.pack_groups",
+])
+def test_the_dotted_names_of_the_docs_resolve_after_a_plain_import(dotted):
+    # `import rms_duck` then rms_duck.audit.explain.explain(con, id) raised AttributeError:
+    # module 'rms_duck' has no attribute 'audit', unless something had imported it first.
+    assert _run(f"import rms_duck\nprint(callable({dotted}))") == "True"
+
+
+def test_an_unknown_submodule_is_an_attribute_error():
+    import rms_duck
+    with pytest.raises(AttributeError, match="module 'rms_duck.audit' has no attribute 'nope'"):
+        rms_duck.audit.nope  # noqa: B018
+    with pytest.raises(AttributeError, match="module 'rms_duck' has no attribute '_nope'"):
+        rms_duck._nope  # noqa: B018
+    assert not hasattr(rms_duck.packing, "nope")
+
+
 def _top_level(path: Path) -> str:
     rel = path.relative_to(PACKAGE).with_suffix("")
     return rel.parts[0]

@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import RmsError
 
@@ -65,3 +66,10 @@ def _closed_pipe() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def __getattr__(name: str) -> Any:
+    """Submodules load on first use (rms_duck._submodule)."""
+    import rms_duck
+
+    return rms_duck._submodule(__name__, name)

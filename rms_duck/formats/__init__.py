@@ -124,3 +124,10 @@ for _builtin in (ReaderFormat(), AuditableFormat(), CompactFormat()):
 
 __all__ = ["FORMATS", "LEGACY_FORMATS", "BaseFormat", "Format", "RecordView", "frozen_name",
            "get_format", "register_format"]
+
+
+def __getattr__(name: str) -> Any:
+    """Submodules load on first use (rms_duck._submodule)."""
+    import rms_duck
+
+    return rms_duck._submodule(__name__, name)

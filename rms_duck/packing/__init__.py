@@ -9,6 +9,15 @@ No module here imports duckdb, sqlglot or pyarrow.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .pipeline import pack_candidates as pack_candidates
 
 __all__ = ["pack_candidates"]
+
+
+def __getattr__(name: str) -> Any:
+    """Submodules load on first use (rms_duck._submodule)."""
+    import rms_duck
+
+    return rms_duck._submodule(__name__, name)

@@ -10,6 +10,8 @@ Imports tiktoken, and `tokenizers` only for a registered tokenizer.json.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .counter import LineCounter as LineCounter
 from .counter import count_tokens as count_tokens
 from .encodings import get_encoding as get_encoding
@@ -18,3 +20,10 @@ from .encodings import register_tokenizer_file as register_tokenizer_file
 
 __all__ = ["LineCounter", "count_tokens", "get_encoding", "register_bpe_file",
            "register_tokenizer_file"]
+
+
+def __getattr__(name: str) -> Any:
+    """Submodules load on first use (rms_duck._submodule)."""
+    import rms_duck
+
+    return rms_duck._submodule(__name__, name)
