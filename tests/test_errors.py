@@ -651,3 +651,43 @@ def test_sql_candidate_fields_match_the_required_names_without_regard_to_case(sh
     rows = shared_con.sql("SELECT pack_context([{'ID': 'a', 'Score': 0.5, 'CONTENT': 'x'}], "
                           "500).included").fetchall()
     assert [record["id"] for record in rows[0][0]] == ["a"]
+
+
+_CON_TAKERS = {
+    "rms_duck.pack": lambda con: rms_duck.pack(con, "SELECT 1", budget=300),
+    "rms_duck.register": lambda con: rms_duck.register(con),
+    "rms_duck.verify_receipts": lambda con: rms_duck.verify_receipts(con),
+    "rms_duck.replay": lambda con: rms_duck.replay(con, "00000000-0000-4000-8000-000000000001"),
+    "rms_duck.export_heads": lambda con: rms_duck.export_heads(con),
+    "rms_duck.write_heads": lambda con: rms_duck.write_heads(con, "heads.json"),
+    "rms_duck.check_line_costs": lambda con: rms_duck.check_line_costs(con),
+    "rms_duck.refresh_line_costs": lambda con: rms_duck.refresh_line_costs(con),
+    "rms_duck.export_line_costs": lambda con: rms_duck.export_line_costs(con, "costs.parquet"),
+    "rms_duck.refresh_token_estimates": lambda con: rms_duck.refresh_token_estimates(con),
+    "rms_duck.refresh_index": lambda con: rms_duck.refresh_index(con),
+    "rms_duck.store_batches": lambda con: rms_duck.store_batches(con, pa.table({"a": [1]})),
+    "rms_duck.audit.explain.explain": lambda con: rms_duck.audit.explain.explain(
+        con, "00000000-0000-4000-8000-000000000001"),
+}
+
+
+@pytest.mark.parametrize("fn", sorted(_CON_TAKERS))
+def test_a_path_given_as_the_connection_says_to_connect_first(fn, tmp_path, monkeypatch):
+    # A path (the README's "memory.duckdb") failed deep inside: "cannot create weak
+    # reference to 'str' object" from pack, "'str' object has no attribute 'cursor'" from
+    # the audits.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        _CON_TAKERS[fn]("memory.duckdb")
+    assert str(raised.value) == (
+        f"{fn}: con must be a DuckDB connection, got str 'memory.duckdb'; open the file "
+        f"first: con = rms_duck.connect('memory.duckdb'), then {fn}(con, ...)")
+    with pytest.raises(ConfigError, match=rf"^{fn}: con must be a DuckDB connection, got "
+                                          r"NoneType None; open one first: con = "
+                                          r"rms_duck.connect\('rms.duckdb'\)"):
+        _CON_TAKERS[fn](None)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_a_cursor_is_a_connection_too(shared_con):
+    assert rms_duck.verify_receipts(shared_con.cursor()) == []

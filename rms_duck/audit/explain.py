@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import audit_cursor
+from ..duck.cursors import audit_cursor, check_connection
 from ..duck.shipped import drop_statement, shadowing_objects, with_views
 from ..errors import ReceiptError
 from .ids import resolve_receipt_id
@@ -30,6 +30,7 @@ def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str
     Raises:
         ReceiptError: the id is not a UUID or names no stored receipt.
     """
+    check_connection(con, "rms_duck.audit.explain.explain")
     cur = audit_cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import audit_cursor
+from ..duck.cursors import audit_cursor, check_connection
 from ..errors import ReceiptError
 from ..receipts import sha256_text
 
@@ -28,6 +28,7 @@ def export_heads(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     receipt_id, receipt_sha256}]}, sorted by chain. The digest is computed here from the
     receipt text, not read from the receipt_sha256 column. Reads only.
     """
+    check_connection(con, "rms_duck.export_heads")
     cur = audit_cursor(con)
     try:
         rows = cur.execute(
@@ -49,6 +50,7 @@ def write_heads(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], *,
     Heads anchor the chains as they are now, so by default the database is verified first
     and nothing is written when it fails, as `rms-duck audit --export-heads` does; pass
     verify_first=False when it was just verified."""
+    check_connection(con, "rms_duck.write_heads")
     if verify_first:
         from .verify import verify_receipts
 

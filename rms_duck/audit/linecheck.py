@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ..config import parse_config
-from ..duck.cursors import audit_cursor
+from ..duck.cursors import audit_cursor, check_connection
 from ..duck.linecosts import _node_batches, encoding_key, line_sha256
 from ..errors import RmsError
 from ..formats import FORMATS
@@ -48,6 +48,7 @@ class LineCostCheck:
 
 def check_line_costs(con: duckdb.DuckDBPyConnection) -> LineCostCheck:
     """Recount every rms_line_costs row whose line a stored bundle or a node rebuilds."""
+    check_connection(con, "rms_duck.check_line_costs")
     cur = audit_cursor(con)
     try:
         stored = {(key, digest): n for key, digest, n in cur.execute(

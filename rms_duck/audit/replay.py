@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from ..bundle import MemoryBundle
-from ..duck.cursors import audit_cursor
+from ..duck.cursors import audit_cursor, check_connection
 from ..errors import ReceiptError
 from ..packing.repack import (
     check_canonical,
@@ -89,6 +89,7 @@ def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
             this rms_duck cannot replay, a missing bundle, or stored inputs that no longer
             match the receipt's inputs_sha256.
     """
+    check_connection(con, "rms_duck.replay")
     cur = audit_cursor(con)
     try:
         rid = resolve_receipt_id(cur, receipt_id)

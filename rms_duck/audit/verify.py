@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import audit_cursor
+from ..duck.cursors import audit_cursor, check_connection
 from ..duck.shipped import object_problems, view_query
 from ..errors import ReceiptError
 
@@ -86,6 +86,7 @@ def verify_receipts(con: duckdb.DuckDBPyConnection, *,
     Raises:
         ReceiptError: the receipt checks failed to run (a damaged table).
     """
+    check_connection(con, "rms_duck.verify_receipts")
     cur = audit_cursor(con)
     try:
         problems = [ReceiptProblem(problem=p.problem, chain_namespace=None, seq=None,

@@ -18,7 +18,7 @@ from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError, RmsWarning
 from .arrowin import arrow_table
-from .cursors import cursor, macro_cursor
+from .cursors import check_connection, cursor, macro_cursor
 from .indexcheck import ensure_index, index_went_stale, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import ASCII_LOWER, check_query
@@ -59,6 +59,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
         QueryLimitError (a QueryRejectedError): the query ran past timeout or max_rows.
         duckdb.Error: DuckDB could not bind or run the query (its own message says why).
     """
+    check_connection(con, "rms_duck.pack")
     config = parse_config(config)
     _check_limits(timeout, max_rows)
     values = _query_params(params)

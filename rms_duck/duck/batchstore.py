@@ -25,7 +25,7 @@ from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
 from ..receipts import sha256_text
-from .cursors import cursor
+from .cursors import check_connection, cursor
 from .storage import BATCH_ROWS, Pending, append_pending
 from .surrogates import config_surrogate_error
 
@@ -59,6 +59,7 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
         ConfigError: a needed column is missing. ReceiptError: a row's receipt does not
         match its context; nothing is stored (every row is checked before any is written).
     """
+    check_connection(con, "rms_duck.store_batches")
     if not isinstance(skip_stored, bool):
         raise ConfigError(f"skip_stored must be True or False, got {skip_stored!r}; pass "
                           "skip_stored=True to leave out bundles the store already holds")

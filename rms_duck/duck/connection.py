@@ -17,7 +17,7 @@ from ..errors import (
     UdfOwnerError,
 )
 from ..escape import sql_identifier
-from .cursors import cursor, install_macros, utc
+from .cursors import check_connection, cursor, install_macros, utc
 from .macros import install_persistent_macros, persistent_current
 from .shipped import (
     drop_statement,
@@ -125,6 +125,7 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
     rms_* views and macros that differ from the shipped ones are restored, with an RmsWarning
     naming them (verification never reads them either way).
     """
+    check_connection(con, "rms_duck.register")
     return _register(con, replace=replace, new_database=False)
 
 

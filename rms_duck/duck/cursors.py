@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
 import duckdb
 
-from ..errors import ReceiptError
+from ..errors import ConfigError, ReceiptError
 from ..escape import sql_identifier
 from .macros import install_temp_macros
+
+
+def check_connection(con: object, fn: str) -> None:
+    """Refuse anything but a DuckDB connection (or cursor) as `con`, naming what to pass: a
+    path, None or a closed-over name failed deep inside with "cannot create weak reference
+    to 'str' object" or "'str' object has no attribute 'cursor'"."""
+    if isinstance(con, duckdb.DuckDBPyConnection):
+        return
+    if isinstance(con, (str, os.PathLike)):
+        fix = (f"open the file first: con = rms_duck.connect({os.fspath(con)!r}), then "
+               f"{fn}(con, ...)")
+    else:
+        fix = (f"open one first: con = rms_duck.connect('rms.duckdb') (or rms_duck.connect() "
+               f"for an in-memory database), then {fn}(con, ...)")
+    raise ConfigError(f"{fn}: con must be a DuckDB connection, got {type(con).__name__} "
+                      f"{con!r}; {fix}")
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

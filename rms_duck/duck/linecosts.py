@@ -36,6 +36,7 @@ from ..tokens.bulk import warm_counter
 from ..tokens.costfile import encoding_key, line_sha256
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import DEFAULT_ENCODING, encoding_source, get_encoding
+from .cursors import check_connection
 
 _NODE_BATCH = 50_000
 _HEX = re.compile("[0-9a-f]{64}")
@@ -253,6 +254,7 @@ def refresh_line_costs(con, *, encoding: str = DEFAULT_ENCODING,
     Raises:
         ConfigError: an unknown format. EncodingUnavailableError: an unknown encoding.
     """
+    check_connection(con, "rms_duck.refresh_line_costs")
     formats = (formats,) if isinstance(formats, str) else tuple(formats)  # "reader" is one
     counter = LineCounter(encoding)
     encoding_source(encoding)
@@ -314,6 +316,7 @@ def export_line_costs(con, path: str, *, encoding: str | None = None) -> int:
     Raises:
         ConfigError: `path` is a folder, or cannot be written; no file is left behind.
     """
+    check_connection(con, "rms_duck.export_line_costs")
     import pyarrow.parquet as pq
 
     sql = "SELECT encoding, line_sha256, n_tokens FROM rms_line_costs"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import duckdb
 
-from .cursors import cursor
+from .cursors import check_connection, cursor
 
 
 def estimate_is_generated(con: duckdb.DuckDBPyConnection) -> bool:
@@ -26,6 +26,7 @@ def refresh_token_estimates(con: duckdb.DuckDBPyConnection) -> int:
 
     Calls the UDF directly: TEMP macros are not visible on cursors.
     """
+    check_connection(con, "rms_duck.refresh_token_estimates")
     if estimate_is_generated(con):
         return 0  # computed from the content on every read: never missing, never stale
     cur = cursor(con)

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from ..errors import ConfigError, DatabaseOpenError, did_you_mean
+from .cursors import check_connection
 from .sqlfiles import read_sql
 from .stemming import check_language, stopwords_for
 from .transactions import transaction_open
@@ -175,6 +176,7 @@ def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
     Returns:
         The number of nodes indexed and of stale entries dropped.
     """
+    check_connection(con, "rms_duck.refresh_index")
     with _REFRESH_LOCK:
         return _refresh(con, full=full)
 
@@ -260,6 +262,7 @@ def set_index_language(con: Any, language: str, *,
         ConfigError: an unknown language, no stop word list for it, or stopwords that are
             not a list of words.
     """
+    check_connection(con, "rms_duck.duck.ranking.set_index_language")
     language = check_language(language)
     words = stopwords_for(language) if stopwords is None else _stopword_list(stopwords)
     # Under the refresh lock: a refresh between the change and the rebuild would index in
