@@ -691,3 +691,51 @@ def test_a_path_given_as_the_connection_says_to_connect_first(fn, tmp_path, monk
 
 def test_a_cursor_is_a_connection_too(shared_con):
     assert rms_duck.verify_receipts(shared_con.cursor()) == []
+
+
+def test_a_plain_duckdb_connection_is_told_to_register(tmp_path):
+    # rms_duck.pack(duckdb.connect(), ...) failed with "Catalog Error: Table with name
+    # rms_line_costs does not exist!", which names no fix.
+    plain = duckdb.connect()
+    # Content no other pack in this process has costed: a cached cost reads no table.
+    table = pa.Table.from_pylist([{**GOOD, "content": "never costed before, 41c2d8"}])
+    for store in (True, False):
+        with pytest.raises(ConfigError, match=r"^rms_duck.pack: this connection is not set up "
+                                              r"for rms_duck \(its database has no rms_\* "
+                                              r"tables\); open the database with con = "
+                                              r"rms_duck.connect\(path\), or call "
+                                              r"rms_duck.register\(con\) on it first \(DuckDB "
+                                              r"said: Catalog Error: Table with name "
+                                              r"rms_\w+ does not exist!\)$"):
+            rms_duck.pack(plain, table, budget=300, store=store)
+    with pytest.raises(ConfigError, match=r"^rms_duck.refresh_index: this connection is not "
+                                          r"set up for rms_duck \(its database has no"):
+        rms_duck.refresh_index(plain)
+    with pytest.raises(ConfigError, match=r"^rms_duck.replay: this connection is not set up"):
+        rms_duck.replay(plain, "00000000-0000-4000-8000-000000000001")
+    assert plain.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]
+    rms_duck.register(plain)
+    assert rms_duck.pack(plain, table, budget=300).receipt_id is not None
+
+
+def test_a_plain_connection_to_an_rms_file_is_told_to_register_to_rank(tmp_path):
+    path = str(tmp_path / "rms.duckdb")
+    rms_duck.connect(path).close()
+    plain = duckdb.connect(path)
+    with pytest.raises(ConfigError, match=r"^rms_duck.pack: this connection is not set up for "
+                                          r"rms_duck \(rms_duck's functions are not "
+                                          r"registered on it\); open the database with"):
+        rms_duck.pack(plain, "SELECT * FROM rms_candidates(?, ?)", params=["x", None],
+                      budget=300)
+    # A table packs there as before: only the ranking needs the functions.
+    assert rms_duck.pack(plain, pa.Table.from_pylist([GOOD]), budget=300).included
+    plain.close()
+
+
+def test_a_catalog_error_on_a_set_up_connection_is_duckdbs_own():
+    con = rms_duck.connect()
+    con.execute("DROP TABLE rms_line_costs")  # set up, then damaged: DuckDB's message stands
+    unseen = {**GOOD, "content": "a line no pack in this process has costed yet, 7f3e9c"}
+    with pytest.raises(duckdb.CatalogException, match="rms_line_costs does not exist"):
+        rms_duck.pack(con, pa.Table.from_pylist([unseen]), budget=300, store=False)
+    con.close()

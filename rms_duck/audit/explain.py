@@ -11,12 +11,13 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import audit_cursor, check_connection
+from ..duck.cursors import audit_cursor, check_connection, explains_setup
 from ..duck.shipped import drop_statement, shadowing_objects, with_views
 from ..errors import ReceiptError
 from .ids import resolve_receipt_id
 
 
+@explains_setup("rms_duck.audit.explain.explain")
 def explain(con: duckdb.DuckDBPyConnection, receipt_id: object) -> list[dict[str, Any]]:
     """One dict per candidate: score, tier, order_key, tried, chosen, tokens, decision, reason.
 

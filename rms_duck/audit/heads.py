@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from ..duck.cursors import audit_cursor, check_connection
+from ..duck.cursors import audit_cursor, check_connection, explains_setup
 from ..errors import ReceiptError
 from ..receipts import sha256_text
 
@@ -23,6 +23,7 @@ HEADS_FORMAT = "rms_duck.chain_heads"
 HEADS_VERSION = 1
 
 
+@explains_setup("rms_duck.export_heads")
 def export_heads(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The head of every chain: {"format", "version", "chains": [{chain_namespace, seq,
     receipt_id, receipt_sha256}]}, sorted by chain. The digest is computed here from the

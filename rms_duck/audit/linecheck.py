@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ..config import parse_config
-from ..duck.cursors import audit_cursor, check_connection
+from ..duck.cursors import audit_cursor, check_connection, explains_setup
 from ..duck.linecosts import _node_batches, encoding_key, line_sha256
 from ..errors import RmsError
 from ..formats import FORMATS
@@ -46,6 +46,7 @@ class LineCostCheck:
         return not self.wrong
 
 
+@explains_setup("rms_duck.check_line_costs")
 def check_line_costs(con: duckdb.DuckDBPyConnection) -> LineCostCheck:
     """Recount every rms_line_costs row whose line a stored bundle or a node rebuilds."""
     check_connection(con, "rms_duck.check_line_costs")

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from ..bundle import MemoryBundle
-from ..duck.cursors import audit_cursor, check_connection
+from ..duck.cursors import audit_cursor, check_connection, explains_setup
 from ..errors import ReceiptError
 from ..packing.repack import (
     check_canonical,
@@ -73,6 +73,7 @@ class ReplayResult:
                 "rms_receipt_decisions with those rows yourself")
 
 
+@explains_setup("rms_duck.replay")
 def replay(con: duckdb.DuckDBPyConnection, receipt_id: object) -> ReplayResult:
     """Re-pack a receipt's recorded candidates with its budget and config.
 

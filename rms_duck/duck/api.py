@@ -18,7 +18,7 @@ from ..columnar import Row, intake
 from ..config import PackingConfig, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError, RmsWarning
 from .arrowin import arrow_table
-from .cursors import check_connection, cursor, macro_cursor
+from .cursors import check_connection, cursor, explains_setup, macro_cursor
 from .indexcheck import ensure_index, index_went_stale, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
 from .query import ASCII_LOWER, check_query
@@ -27,6 +27,7 @@ from .surrogates import first_surrogate
 from .transactions import transaction_open
 
 
+@explains_setup("rms_duck.pack")
 def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
          budget: int, config: PackingConfig | Mapping[str, Any] | str | None = None,
          store: bool = True, dialect: str = "duckdb",

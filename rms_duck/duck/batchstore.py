@@ -25,7 +25,7 @@ from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
 from ..receipts import sha256_text
-from .cursors import check_connection, cursor
+from .cursors import check_connection, cursor, explains_setup
 from .storage import BATCH_ROWS, Pending, append_pending
 from .surrogates import config_surrogate_error
 
@@ -33,6 +33,7 @@ _NEEDED = ("context", "tokens_used", "context_budget", "included", "excluded", "
            "context_sha256", "receipt", "inputs")
 
 
+@explains_setup("rms_duck.store_batches")
 def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
                   by: str | Sequence[str] | None = None, namespace: str | None = None,
                   session_id: str | None = None, skip_stored: bool = False) -> pa.Table:

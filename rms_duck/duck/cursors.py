@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 import duckdb
 
@@ -27,6 +30,59 @@ def check_connection(con: object, fn: str) -> None:
                f"for an in-memory database), then {fn}(con, ...)")
     raise ConfigError(f"{fn}: con must be a DuckDB connection, got {type(con).__name__} "
                       f"{con!r}; {fix}")
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def explains_setup(fn: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """On a DuckDB catalog error, say when the cause is a connection rms_duck never set up.
+
+    A plain duckdb.connect() failed with "Table with name rms_line_costs does not exist!"
+    (or, on a file rms_duck wrote, "Scalar Function with name rms_pack_udf does not
+    exist!"), which names no fix. Checked only after such an error, so it costs nothing."""
+    def decorate(func: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(func)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return func(*args, **kwargs)
+            except duckdb.CatalogException as exc:
+                con = args[0] if args else kwargs.get("con")
+                missing = _setup_missing(con)
+                if missing is None:
+                    raise
+                raise ConfigError(
+                    f"{fn}: this connection is not set up for rms_duck ({missing}); open the "
+                    "database with con = rms_duck.connect(path), or call "
+                    f"rms_duck.register(con) on it first (DuckDB said: "
+                    f"{str(exc).splitlines()[0]})") from exc
+        return wrapper
+    return decorate
+
+
+def _setup_missing(con: object) -> str | None:
+    """What rms_duck.register() would add to `con`, in words, or None when it is set up (or
+    cannot be asked)."""
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        return None
+    try:
+        cur = con.cursor()
+        try:
+            (tables, udfs), = cur.execute(
+                "SELECT (SELECT count(*) FROM system.main.duckdb_tables() WHERE schema_name = "
+                "'main' AND table_name = 'rms_schema_version'), (SELECT count(*) FROM "
+                "system.main.duckdb_functions() WHERE function_name = 'rms_pack_udf')"
+            ).fetchall()
+        finally:
+            cur.close()
+    except duckdb.Error:
+        return None
+    if not tables:
+        return "its database has no rms_* tables"
+    if not udfs:
+        return "rms_duck's functions are not registered on it"
+    return None
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -36,7 +36,7 @@ from ..tokens.bulk import warm_counter
 from ..tokens.costfile import encoding_key, line_sha256
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import DEFAULT_ENCODING, encoding_source, get_encoding
-from .cursors import check_connection
+from .cursors import check_connection, explains_setup
 
 _NODE_BATCH = 50_000
 _HEX = re.compile("[0-9a-f]{64}")
@@ -239,6 +239,7 @@ def persist_counter(con, counter: LineCounter) -> int:
     return store_line_costs(con, fresh, encoding=counter.encoding) if fresh else 0
 
 
+@explains_setup("rms_duck.refresh_line_costs")
 def refresh_line_costs(con, *, encoding: str = DEFAULT_ENCODING,
                        formats: Sequence[str] = ("reader",),
                        processes: int | None = None,
@@ -301,6 +302,7 @@ def primed_counter(con, candidates: Sequence[Candidate], config: PackingConfig,
     return counter
 
 
+@explains_setup("rms_duck.export_line_costs")
 def export_line_costs(con, path: str, *, encoding: str | None = None) -> int:
     """Write the store's persisted line costs to a Parquet file that cluster workers read
     (rms_duck.pack_batches(line_costs=path)), so they never re-tokenize what is stored.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import duckdb
 
-from .cursors import check_connection, cursor
+from .cursors import check_connection, cursor, explains_setup
 
 
 def estimate_is_generated(con: duckdb.DuckDBPyConnection) -> bool:
@@ -21,6 +21,7 @@ def estimate_is_generated(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(rows) and rows[0][0] is not None and "regexp_replace" in rows[0][0]
 
 
+@explains_setup("rms_duck.refresh_token_estimates")
 def refresh_token_estimates(con: duckdb.DuckDBPyConnection) -> int:
     """Fill missing and refresh stale Method 2 estimates; return how many rows changed.
 

@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from ..errors import ConfigError, DatabaseOpenError, did_you_mean
-from .cursors import check_connection
+from .cursors import check_connection, explains_setup
 from .sqlfiles import read_sql
 from .stemming import check_language, stopwords_for
 from .transactions import transaction_open
@@ -162,6 +162,7 @@ class IndexRefresh:
     dropped: int
 
 
+@explains_setup("rms_duck.refresh_index")
 def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
     """Bring the lexical index up to date with rms_nodes, in one transaction.
 
