@@ -55,6 +55,58 @@ def test_a_format_name_that_cannot_be_registered_is_refused(name, message):
     assert name not in FORMATS
 
 
+class _Headless(BaseFormat):
+    name = "headless"  # no header() or record_line()
+
+
+class _DuckTyped:
+    """Not a BaseFormat: everything but labels_conflicts, which the metadata line reads."""
+
+    name = "duck_typed"
+    text_levels_only = numbers_records = supports_citations = folds_repeated_text = False
+    date_word = "event_time"
+
+    def header(self, *, speakers: bool, citations: bool) -> str:
+        return "H."
+
+    def record_line(self, view: RecordView) -> str:
+        return json_text(view.text)
+
+    def section_label(self, section, namespace) -> str:
+        return f"[{section.value}]"
+
+    def shows_speaker(self, view: RecordView) -> bool:
+        return False
+
+    def metadata_line(self, **kwargs) -> str:
+        return "[metadata]"
+
+
+@pytest.mark.parametrize(("fmt", "message"), [
+    # Taken as it was, then every pack failed: "PlainFormat.record_line() missing 1
+    # required positional argument: 'view'", or "'_Headless' object has no attribute
+    # 'record_line'", or "'str' object has no attribute 'name'" at once.
+    (PlainFormat, "register_format takes a format object, got the class PlainFormat; pass an "
+                  "instance: register_format(PlainFormat())"),
+    ("plain", "register_format takes a format object, got the text 'plain'; pass an "
+              "instance: register_format(PlainFormat())"),
+    (_Headless(), "context format 'headless' (_Headless) lacks header, record_line; subclass "
+                  "rms_duck.formats.BaseFormat, which supplies all but header() and "
+                  "record_line(), and write those"),
+    (_DuckTyped(), "context format 'duck_typed' (_DuckTyped) lacks labels_conflicts; subclass "
+                   "rms_duck.formats.BaseFormat"),
+    (type("Reader", (PlainFormat,), {"name": "reader"})(),
+     "a context format named 'reader' is already registered; give yours another name "
+     "(taken: reader, auditable, compact"),
+])
+def test_a_format_object_that_cannot_pack_is_refused_when_registered(fmt, message):
+    before = dict(FORMATS)
+    with pytest.raises(ConfigError) as raised:
+        register_format(fmt)
+    assert str(raised.value).startswith(message)
+    assert FORMATS == before
+
+
 def test_a_registered_format_passes_config_validation_and_packs_exactly():
     bundle = rms_duck.pack_candidates(ROWS, budget=300, config={"context_format": "plain_test"})
     context = bundle.render()

@@ -22,20 +22,43 @@ from .reader import ReaderFormat
 FORMATS: dict[str, Format] = {}
 
 
+# What the packer reads from a format without a default (Format in base.py); date_lines,
+# date_order and elides_lone_times are optional.
+_REQUIRED_METHODS = ("header", "record_line", "section_label", "shows_speaker", "metadata_line")
+_REQUIRED_MEMBERS = ("text_levels_only", "numbers_records", "supports_citations",
+                     "folds_repeated_text", "date_word", "labels_conflicts")
+
+
 def register_format(fmt: Format) -> None:
     """Add a format under fmt.name; a taken name raises, and so does a frozen format's (any
     name with '@'): get_format asks FORMATS first, so the new format would replay older
     receipts in place of the frozen one, with other bytes."""
-    if not isinstance(fmt.name, str) or not fmt.name.strip():
-        raise ConfigError(f"a context format needs a name, got {fmt.name!r}; set for example "
+    if isinstance(fmt, type) or isinstance(fmt, str):
+        # A class (register_format(PlainFormat)) was taken, and every pack with it then
+        # failed: "PlainFormat.record_line() missing 1 required positional argument".
+        given = f"the class {fmt.__name__}" if isinstance(fmt, type) else f"the text {fmt!r}"
+        example = fmt.__name__ if isinstance(fmt, type) else "PlainFormat"
+        raise ConfigError(f"register_format takes a format object, got {given}; pass an "
+                          f"instance: register_format({example}())")
+    name = getattr(fmt, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"a context format needs a name, got {name!r}; set for example "
                           "name = 'plain' on its class")
-    if fmt.name in FORMATS:
-        raise ConfigError(f"a context format named {fmt.name!r} is already registered")
-    if "@" in fmt.name:
-        raise ConfigError(f"context format name {fmt.name!r} has an '@', which marks the frozen "
+    missing = [member for member in _REQUIRED_MEMBERS if not hasattr(fmt, member)]
+    missing += [member for member in _REQUIRED_METHODS if not callable(getattr(fmt, member, None))]
+    if missing:
+        raise ConfigError(
+            f"context format {name!r} ({type(fmt).__name__}) lacks {', '.join(missing)}; "
+            "subclass rms_duck.formats.BaseFormat, which supplies all but header() and "
+            "record_line(), and write those")
+    if name in FORMATS:
+        raise ConfigError(f"a context format named {name!r} is already registered; give "
+                          f"yours another name (taken: {', '.join(FORMATS)})")
+    if "@" in name:
+        raise ConfigError(f"context format name {name!r} has an '@', which marks the frozen "
                           "formats older receipts replay with (such as 'reader@5'); choose a "
                           "name without one")
-    FORMATS[fmt.name] = fmt
+    FORMATS[name] = fmt
 
 
 # Frozen formats that only replays of older receipts use (formats/legacy.py); they are not
