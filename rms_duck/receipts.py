@@ -51,7 +51,8 @@ RECEIPT_FIELDS: dict[str, str] = {
                        "before source_type, epistemic and the issue-11 reader and compact "
                        "bytes)",
     "encoding": "{name, sha256}: the tokenizer and the sha256 of its BPE ranks",
-    "config": "every PackingConfig field, defaults included",
+    "config": "every PackingConfig field, defaults included, but min_score only when set "
+              "(a receipt without it packed with 0.0)",
     "budget": "context budget in tokens, overhead included",
     "available": "budget minus overhead_tokens",
     "tokens_used": "exact tokens of the rendered context",
@@ -68,7 +69,8 @@ RECEIPT_FIELDS: dict[str, str] = {
     "seq": "position in the chain, 1, 2, 3, ... without gaps",
     "prev_sha256": "receipt_sha256 of the previous receipt in the chain (null for seq 1)",
     "inputs_sha256": "sha256 of the bundle's stored inputs (the validated candidates)",
-    "query": "{sql, fingerprint, dialect, sqlglot_version} of the ranking query, or null",
+    "query": "{sql, fingerprint, dialect, sqlglot_version, tables} of the ranking query "
+             "(tables: the ones it read), or null",
     "session_id": "the caller's session id, or null",
 }
 # The fields seal_fragments() adds when the receipt is stored (the second group above).

@@ -116,6 +116,29 @@ def test_docs_document_every_receipt_field_and_the_version():
     assert "receipt_version" in section
 
 
+def test_the_receipt_format_table_names_the_config_and_query_keys_a_receipt_holds(con):
+    """The table said `config` held every PackingConfig field, defaults included, and
+    `query` {sql, fingerprint, dialect, sqlglot_version}: a default receipt has no
+    min_score, and every query records its tables."""
+    from rms_duck.config import FIELD_NAMES
+
+    page = (Path(__file__).parent.parent / "docs" / "audits.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[2]
+            for line in page.splitlines() if line.startswith("| `")}
+    con.execute("CREATE TABLE notes AS SELECT 'a' AS id, 0.5 AS score, 'x' AS content")
+    stored = rms_duck.pack(con, "SELECT * FROM notes", budget=300)
+    body = json.loads(con.execute("SELECT receipt FROM rms_receipts WHERE receipt_id = ?",
+                                  [stored.receipt_id]).fetchall()[0][0])
+    left_out = set(FIELD_NAMES) - set(body["config"])
+    assert left_out == {"min_score"}
+    for name in left_out:
+        assert f"`{name}` only when set" in rows["config"]
+        assert f"{name} only when set" in RECEIPT_FIELDS["config"]
+    for key in body["query"]:
+        assert key in rows["query"].split("}")[0], key
+        assert key in RECEIPT_FIELDS["query"].split("}")[0], key
+
+
 # -- chain --------------------------------------------------------------------------------
 
 def test_each_namespace_has_its_own_chain_linked_by_digest(con):
