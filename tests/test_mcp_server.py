@@ -90,6 +90,9 @@ async def _errors(db: str) -> dict:
         out["float budget"] = await call("pack_query", {
             "sql": "SELECT 'a' AS id, 0.5 AS score, 'x' AS content", "budget": 300.0,
             "store": False})
+        out["binder"] = await call("pack_query", {
+            "sql": "SELECT id, score, body AS content FROM (VALUES ('a', 0.5, 'x')) "
+                   "AS t(id, score, content)", "budget": 300})
     return out
 
 
@@ -104,9 +107,12 @@ def test_tool_errors_tell_the_agent_what_to_fix(tmp_path):
         assert "must be a whole number, got true (JSON true and false are not numbers)" in text
     assert not out["float budget"].is_error  # 300.0 is still 300
     assert out["k"].is_error and "ConfigError: k must be a whole number" in str(out["k"])
+    # A missing ? value is named by params, not left to DuckDB's "Values were not provided".
+    assert out["params"].is_error and "ConfigError: params gives 0 value(s) [], but the " \
+        "ranking query has 1 ? placeholder(s)" in str(out["params"])
     # DuckDB's own message, not the SDK's bare "Error executing tool".
-    assert out["params"].is_error and "DuckDB InvalidInputException" in str(out["params"])
-    assert "Values were not provided" in str(out["params"])
+    assert out["binder"].is_error and "DuckDB BinderException" in str(out["binder"])
+    assert '"body" not found' in str(out["binder"])
     # An agent has no DataFrame to register: it is told where the memory is instead.
     unknown = str(out["unknown"])
     assert out["unknown"].is_error and "'memories' is not a table, view or CTE" in unknown

@@ -294,7 +294,8 @@ def test_params_bind_as_duckdb_binds_them_a_dict_by_name():
     by_place = rms_duck.pack(con, ranking.format("?", "?"), budget=300, store=False,
                              params=("budget review", "ns"))
     assert by_name.context == by_place.context and "budget review" in by_name.context
-    with pytest.raises(duckdb.Error, match="Values were not provided"):
+    with pytest.raises(ConfigError, match=r"params is a dict .*, but the ranking query has 2 "
+                                          r"\? placeholder\(s\), which take a list"):
         rms_duck.pack(con, ranking.format("?", "?"), budget=300, store=False,
                       params={"q": "budget review", "ns": "ns"})
     for bad in ("budget", 7):
@@ -356,3 +357,37 @@ def test_a_lone_surrogate_in_the_query_text_is_named_with_its_place():
             rms_duck.pack(con, sql, budget=300, store=False)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize(("query", "params", "message"), [
+    # DuckDB's own words named neither params nor the fix: "Values were not provided for
+    # the following parameters: 1, 2", "Parameter argument/count mismatch, identifiers of
+    # the excess parameters: 3", "Mixing named and positional parameters is not supported".
+    ("SELECT * FROM rms_candidates(?, ?)", None,
+     r"^params gives 0 value\(s\) \[\], but the ranking query has 2 \? placeholder\(s\); "
+     r"pass a list of 2 value\(s\), one per \?, in order, for example params=\[question, "
+     r"namespace\] for rms_candidates\(\?, \?\)$"),
+    ("SELECT * FROM rms_candidates(?, ?)", ["heron"], r"^params gives 1 value\(s\) \['heron'\]"),
+    ("SELECT * FROM rms_candidates(?, ?)", ["heron", "ns", 3], r"gives 3 value\(s\)"),
+    ("SELECT * FROM rms_candidates($q, $ns)", ["heron", "ns"],
+     r"^params is a list \['heron', 'ns'\], but the ranking query has \$name placeholders "
+     r"\(\$ns, \$q\); pass a dict, for example params=\{'ns': \.\.\., 'q': \.\.\.\}$"),
+    ("SELECT * FROM rms_candidates($q, $ns)", {"q": "heron", "n": "ns"},
+     r"^params must give a value for each \$name placeholder of the ranking query \(\$ns, "
+     r"\$q\), got keys \['n', 'q'\]; add 'ns'; drop 'n'$"),
+    ("SELECT * FROM rms_candidates('heron')", ["heron"],
+     r"^params gives 1 value\(s\) \['heron'\], but the ranking query has no placeholder; "
+     r"leave params out"),
+])
+def test_params_that_do_not_fit_the_placeholders_are_named(query, params, message):
+    from rms_duck.errors import ConfigError
+
+    con = rms_duck.connect()
+    with pytest.raises(ConfigError, match=message):
+        rms_duck.pack(con, query, budget=300, params=params)
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+    # A '?' inside a string literal is no placeholder; numbered ones stay DuckDB's to bind.
+    assert rms_duck.pack(con, "SELECT * FROM rms_candidates('what?', ?)", budget=300,
+                         params=[None], store=False).flags == ("NO_CANDIDATES",)
+    assert rms_duck.pack(con, "SELECT * FROM rms_candidates($1, $2)", budget=300,
+                         params=["heron", None], store=False).flags == ("NO_CANDIDATES",)

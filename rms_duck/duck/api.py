@@ -80,6 +80,8 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
             return known_tables(con, using if local & set(read) else None) | local
 
         checked = check_query(candidates, dialect, tables=valid_names)
+        if dialect == "duckdb":
+            _check_params(checked.placeholders, values)
         on_connection = bool(local & set(checked.tables))
         rows: Sequence[Any] = _rank(con, checked.sql, values, on_connection=on_connection,
                                     timeout=timeout, max_rows=max_rows)
@@ -292,6 +294,47 @@ def _query_params(params: Sequence[Any] | Mapping[str, Any] | None
                 "DuckDB cannot take as text; fix the text, for example "
                 "text.encode('utf-8', 'replace').decode()")
     return values
+
+
+def _check_params(placeholders: tuple[str, ...], values: list[Any] | dict[str, Any]) -> None:
+    """Values for exactly the query's placeholders: DuckDB's own errors ("Values were not
+    provided for the following parameters: 1, 2", "Parameter argument/count mismatch")
+    name neither `params` nor what to pass. Numbered ($1) placeholders, and a mix of kinds,
+    are left to DuckDB."""
+    positional = [name for name in placeholders if name == "?"]
+    named = sorted({name for name in placeholders if name != "?"})
+    if any(name.isdigit() for name in named) or (positional and named):
+        return
+    if positional and isinstance(values, list) and len(values) != len(positional):
+        raise ConfigError(
+            f"params gives {len(values)} value(s) {values!r:.80}, but the ranking query has "
+            f"{len(positional)} ? placeholder(s); pass a list of {len(positional)} value(s), "
+            "one per ?, in order, for example params=[question, namespace] for "
+            "rms_candidates(?, ?)")
+    if positional and isinstance(values, dict):
+        raise ConfigError(
+            f"params is a dict {values!r:.80}, but the ranking query has {len(positional)} ? "
+            "placeholder(s), which take a list; pass a list, one value per ?, in order, or "
+            "write the placeholders as $name")
+    if named and isinstance(values, list):
+        raise ConfigError(
+            f"params is a list {values!r:.80}, but the ranking query has $name placeholders "
+            f"({', '.join('$' + name for name in named)}); pass a dict, for example "
+            f"params={{{', '.join(repr(name) + ': ...' for name in named)}}}")
+    if named and isinstance(values, dict):
+        lacking = [name for name in named if name not in values]
+        extra = sorted(str(key) for key in values if key not in named)
+        if lacking or extra:
+            raise ConfigError(
+                "params must give a value for each $name placeholder of the ranking query ("
+                f"{', '.join('$' + name for name in named)}), got keys "
+                f"{sorted(map(str, values))}"
+                + (f"; add {', '.join(map(repr, lacking))}" if lacking else "")
+                + (f"; drop {', '.join(map(repr, extra))}" if extra else ""))
+    if not placeholders and values:
+        raise ConfigError(
+            f"params gives {len(values)} value(s) {values!r:.80}, but the ranking query has no "
+            "placeholder; leave params out, or write ? (or $name) where each value goes")
 
 
 def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,

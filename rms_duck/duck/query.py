@@ -86,6 +86,8 @@ class CheckedQuery:
     dialect: str
     sqlglot_version: str
     tables: tuple[str, ...] = ()  # the tables and views it reads (lower case, as written)
+    # Its placeholders as written: '?' for each positional one, else the name ($q, $1).
+    placeholders: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {"sql": self.canonical, "fingerprint": self.fingerprint, "dialect": self.dialect,
@@ -144,7 +146,8 @@ def check_query(sql: str, dialect: str = "duckdb", *,
         canonical = normalize_identifiers(tree.copy(), dialect="duckdb").sql(
             dialect="duckdb", comments=False, normalize=True)
         return CheckedQuery(duck_sql, canonical, fingerprint(tree), dialect,
-                            sqlglot.__version__, read)
+                            sqlglot.__version__, read,
+                            tuple(node.name for node in tree.find_all(exp.Placeholder)))
     except RecursionError:
         raise QueryRejectedError(
             f"ranking query is nested too deeply to check in {_show(sql)}; remove redundant "
