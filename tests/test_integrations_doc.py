@@ -65,3 +65,19 @@ def test_the_mcp_client_configuration_names_the_database_by_an_absolute_path(tmp
 
     asyncio.run(asyncio.wait_for(session(), timeout=120))
     assert db.exists() and list(elsewhere.iterdir()) == []
+
+
+def test_the_shell_section_names_every_key_rms_duck_pack_prints():
+    # It listed eleven keys; the object also holds conflicts, context_references and
+    # context_guidance.
+    import rms_duck
+    from rms_duck.cli.pack import bundle_json
+
+    text = DOC.read_text(encoding="utf-8")
+    listed = re.search(r"It prints the bundle as one\nJSON object: (.*?`)\.", text, re.S)
+    assert listed
+    named = re.findall(r"`(\w+)`", listed.group(1))
+    printed = bundle_json(rms_duck.pack_candidates(
+        [{"id": "n1", "score": 0.9, "content": "Heron cut-over is on 2026-12-19"}],
+        budget=300))
+    assert sorted(named) == sorted(printed)
