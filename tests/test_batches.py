@@ -539,3 +539,21 @@ def test_skip_stored_must_be_a_bool(con):
                                           r"pass skip_stored=True"):
         rms_duck.store_batches(con, _packed(con, 1), skip_stored="yes")
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("value", ["2", 0, -1, 1.5, True])
+def test_a_processes_count_that_is_no_whole_number_from_1_is_named(value):
+    # processes="2" failed deep in the pool with "unsupported operand type(s) for -: 'str'
+    # and 'int'", and only for a batch large enough to share; a small one took it silently.
+    table = pa.table({"q": [1], "id": ["a"], "score": [0.5], "content": ["x"]})
+    message = (rf"^processes must be a whole number >= 1 or None, got {value!r}; pass None "
+               r"for every core, or 1 to stay in this process$")
+    with pytest.raises(ConfigError, match=message):
+        rms_duck.pack_batches(table, by="q", budget=300, processes=value)
+    con = rms_duck.connect()
+    with pytest.raises(ConfigError, match=message):
+        rms_duck.refresh_line_costs(con, processes=value)
+    with pytest.raises(ConfigError, match=rf"^threshold_chars must be a whole number >= 1 or "
+                                          rf"None, got {value!r}"):
+        rms_duck.refresh_line_costs(con, threshold_chars=value)
+    con.close()

@@ -32,7 +32,7 @@ from ..errors import ConfigError, RmsWarning
 from ..packing.forecast import frame_lines, likely_lines, standalone_lines
 from ..packing.pipeline import pack_candidates
 from ..records import Candidate
-from ..tokens.bulk import warm_counter
+from ..tokens.bulk import check_count, warm_counter
 from ..tokens.costfile import encoding_key, line_sha256
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import DEFAULT_ENCODING, encoding_source, get_encoding
@@ -256,6 +256,10 @@ def refresh_line_costs(con, *, encoding: str = DEFAULT_ENCODING,
         ConfigError: an unknown format. EncodingUnavailableError: an unknown encoding.
     """
     check_connection(con, "rms_duck.refresh_line_costs")
+    check_count("processes", processes, "pass None for every core, or 1 to stay in this "
+                "process")
+    check_count("threshold_chars", threshold_chars, "pass None for the default, or the "
+                "characters from which a batch is shared with worker processes")
     formats = (formats,) if isinstance(formats, str) else tuple(formats)  # "reader" is one
     counter = LineCounter(encoding)
     encoding_source(encoding)

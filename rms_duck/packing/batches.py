@@ -25,7 +25,7 @@ from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
 from ..receipts import inputs_json
 from ..records import Candidate
-from ..tokens.bulk import default_processes, warm_counter
+from ..tokens.bulk import check_count, default_processes, warm_counter
 from ..tokens.costfile import LineCosts
 from ..tokens.counter import LineCounter
 from .arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN, bundle_arrow_type, bundle_row, inputs_field
@@ -81,6 +81,8 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
     import pyarrow as pa
 
     keys = _key_names(by)
+    check_count("processes", processes, "pass None for every core, or 1 to stay in this "
+                "process")
     data = as_table(table, candidates=keys)
     budget = _check_budget(budget)
     config = parse_config(config)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any, BinaryIO
 
+from ..errors import ConfigError
 from .counter import LineCounter
 from .encodings import DEFAULT_ENCODING, apply_registrations, get_encoding, registrations
 
@@ -39,6 +40,15 @@ DEFAULT_THRESHOLD_CHARS = 200_000
 _WORKERS: list[_Worker] = []
 _POOL_LOCK = threading.RLock()
 _INHERITED: list[_Worker] = []  # a forked child's copies of its parent's workers (_forked)
+
+
+def check_count(name: str, value: object, fix: str) -> None:
+    """`value` is None or a whole number >= 1 (processes, threshold_chars): a text or a
+    negative count was taken as it was, and failed only once a batch was large enough to
+    use it ("unsupported operand type(s) for -: 'str' and 'int'")."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return
+    raise ConfigError(f"{name} must be a whole number >= 1 or None, got {value!r}; {fix}")
 
 
 def default_processes() -> int:
