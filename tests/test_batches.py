@@ -557,3 +557,24 @@ def test_a_processes_count_that_is_no_whole_number_from_1_is_named(value):
                                           rf"None, got {value!r}"):
         rms_duck.refresh_line_costs(con, threshold_chars=value)
     con.close()
+
+
+@pytest.mark.parametrize("given", [["q"], "q", [pa.field("q", pa.int64()), "day"], 3])
+def test_output_schema_given_names_says_to_pass_fields(given):
+    # ["q"] failed in pyarrow: "Cannot convert str to pyarrow.lib.Field".
+    from rms_duck.packing.batches import output_schema
+
+    with pytest.raises(ConfigError, match=r"^output_schema key_fields must be pyarrow fields "
+                                          r"\(each key column's name and type\), got .*; pass "
+                                          r"for example \[pa.field\('q', pa.int64\(\)\)\]"):
+        output_schema(given)
+
+
+def test_output_schema_takes_a_field_a_list_or_a_schema_as_pack_batches_returns_it():
+    from rms_duck.packing.batches import output_schema
+
+    table = pa.table({"q": [1], "id": ["a"], "score": [0.5], "content": ["x"]})
+    returned = rms_duck.pack_batches(table, by="q", budget=300).schema
+    for given in (table.schema.field("q"), [table.schema.field("q")],
+                  pa.schema([table.schema.field("q")])):
+        assert output_schema(given) == returned

@@ -105,7 +105,16 @@ def output_schema(key_fields: Sequence[pa.Field], *, inputs: bool = False) -> pa
     before any data, such as Spark's applyInArrow)."""
     import pyarrow as pa
 
-    fields = list(key_fields) + list(bundle_arrow_type())
+    given = [key_fields] if isinstance(key_fields, pa.Field) else key_fields
+    wrong = ([given] if isinstance(given, (str, bytes)) or not isinstance(given, Iterable)
+             else [field for field in given if not isinstance(field, pa.Field)])
+    if wrong:
+        # A column name failed in pyarrow: "Cannot convert str to pyarrow.lib.Field".
+        raise ConfigError(
+            f"output_schema key_fields must be pyarrow fields (each key column's name and "
+            f"type), got {wrong[0]!r}; pass for example [pa.field('q', pa.int64())], or "
+            "table.schema.field('q') of the candidates table")
+    fields = list(given) + list(bundle_arrow_type())
     return pa.schema(fields + [inputs_field()] if inputs else fields)
 
 
