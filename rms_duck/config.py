@@ -131,6 +131,13 @@ FIELD_NAMES = tuple(f.name for f in fields(PackingConfig))
 _ADDED_AFTER_V1 = {"min_score": 0.0}
 
 
+def check_flag(name: str, value: object, fix: str) -> None:
+    """A True/False argument of the API (store, inputs, full, ...) must be a bool: a text
+    such as store="no" read as true, and stored what the caller meant to keep out."""
+    if type(value) is not bool:
+        raise ConfigError(f"{name} must be True or False, got {value!r}; {fix}")
+
+
 def _resolve_encoding(config: PackingConfig) -> None:
     """Fill `encoding` from `model` (as tiktoken.encoding_for_model does) or the default;
     a model and an encoding that disagree are an error, never a silent choice."""

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .config import PackingConfig, parse_config
+from .config import PackingConfig, check_flag, parse_config
 from .errors import ConfigError, MissingExtraError
 from .tokens.costfile import LineCosts
 
@@ -52,6 +52,8 @@ def pack_groups(ddf: Any, *, by: str | Sequence[str], budget: int,
                           "process with rms_duck.pack_batches()")
     keys = list(_key_names(by))
     budget = _check_budget(budget)
+    check_flag("inputs", inputs, "pass inputs=True to add the inputs column store_batches "
+               "needs")
     config = parse_config(config)
     # Its kind is checked here; the file is read where it must be reachable, on the workers.
     check_line_cost_source(line_costs)

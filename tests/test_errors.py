@@ -739,3 +739,26 @@ def test_a_catalog_error_on_a_set_up_connection_is_duckdbs_own():
     with pytest.raises(duckdb.CatalogException, match="rms_line_costs does not exist"):
         rms_duck.pack(con, pa.Table.from_pylist([unseen]), budget=300, store=False)
     con.close()
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda con: rms_duck.pack(con, pa.Table.from_pylist([GOOD]), budget=300, store="no"),
+     "store"),
+    (lambda con: rms_duck.pack_batches(pa.table({"q": [1], "id": ["a"], "score": [0.5],
+                                                 "content": ["x"]}), by="q", budget=300,
+                                       inputs="yes"), "inputs"),
+    (lambda con: rms_duck.refresh_index(con, full="yes"), "full"),
+    (lambda con: rms_duck.register(con, replace=1), "replace"),
+    (lambda con: rms_duck.write_heads(con, "heads.json", verify_first="no"), "verify_first"),
+])
+def test_a_flag_given_as_text_or_a_number_is_refused_by_name(call, name, tmp_path,
+                                                             monkeypatch):
+    # store="no" read as true: the bundle was stored, the opposite of what was asked.
+    monkeypatch.chdir(tmp_path)
+    con = rms_duck.connect()
+    with pytest.raises(ConfigError, match=rf"^{name} must be True or False, got .*; pass "
+                                          rf"{name}="):
+        call(con)
+    assert count_stored(con) == (0, 0)
+    assert list(tmp_path.iterdir()) == []
+    con.close()

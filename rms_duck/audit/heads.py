@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from ..config import check_flag
 from ..duck.cursors import audit_cursor, check_connection, explains_setup
 from ..errors import ReceiptError
 from ..receipts import sha256_text
@@ -52,6 +53,8 @@ def write_heads(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], *,
     and nothing is written when it fails, as `rms-duck audit --export-heads` does; pass
     verify_first=False when it was just verified."""
     check_connection(con, "rms_duck.write_heads")
+    check_flag("verify_first", verify_first, "pass verify_first=False to write the heads "
+               "without verifying first")
     if verify_first:
         from .verify import verify_receipts
 

@@ -15,7 +15,7 @@ import duckdb
 from ..bundle import MemoryBundle
 from ..candidates import CheckedCandidates, to_candidates
 from ..columnar import Row, intake
-from ..config import PackingConfig, parse_config
+from ..config import PackingConfig, check_flag, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError, RmsWarning
 from .arrowin import arrow_table
 from .cursors import check_connection, cursor, explains_setup, macro_cursor
@@ -61,6 +61,7 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
         duckdb.Error: DuckDB could not bind or run the query (its own message says why).
     """
     check_connection(con, "rms_duck.pack")
+    check_flag("store", store, "pass store=False to pack without storing")
     config = parse_config(config)
     _check_limits(timeout, max_rows)
     values = _query_params(params)

@@ -9,6 +9,7 @@ import warnings
 
 import duckdb
 
+from ..config import check_flag
 from ..errors import (
     DatabaseInUseError,
     DatabaseOpenError,
@@ -126,6 +127,7 @@ def register(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> duckdb
     naming them (verification never reads them either way).
     """
     check_connection(con, "rms_duck.register")
+    check_flag("replace", replace, "pass replace=True to register the UDFs again")
     return _register(con, replace=replace, new_database=False)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 
+from ..config import check_flag
 from ..errors import ConfigError, DatabaseOpenError, did_you_mean
 from .cursors import check_connection, explains_setup
 from .sqlfiles import read_sql
@@ -178,6 +179,7 @@ def refresh_index(con: Any, *, full: bool = False) -> IndexRefresh:
         The number of nodes indexed and of stale entries dropped.
     """
     check_connection(con, "rms_duck.refresh_index")
+    check_flag("full", full, "pass full=True to rebuild the whole index")
     with _REFRESH_LOCK:
         return _refresh(con, full=full)
 

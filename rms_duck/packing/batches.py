@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..bundle import MemoryBundle
 from ..candidates import CheckedCandidates, to_candidates
 from ..columnar import Row, candidate_field, check_columns, intake, plain_type, plain_types
-from ..config import PackingConfig, parse_config
+from ..config import PackingConfig, check_flag, parse_config
 from ..errors import CandidateError, ConfigError, RmsError
 from ..receipts import inputs_json
 from ..records import Candidate
@@ -81,6 +81,8 @@ def pack_batches(table: Any, *, by: str | Sequence[str], budget: int,
     import pyarrow as pa
 
     keys = _key_names(by)
+    check_flag("inputs", inputs, "pass inputs=True to add the inputs column store_batches "
+               "needs")
     check_count("processes", processes, "pass None for every core, or 1 to stay in this "
                 "process")
     data = as_table(table, candidates=keys)
