@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from rms_duck.errors import ConfigError, EncodingUnavailableError
@@ -103,3 +104,20 @@ def test_docs_headline_matches_its_table():
     headline = re.search(r"Headline: (.*?)\n\n", doc, re.S).group(1)
     assert f"o200k_base median {o2_median}, p95 {o2_p95}" in headline
     assert f"cl100k_base median {cl_median}, p95 {cl_p95}" in " ".join(headline.split())
+
+
+def test_an_unknown_encoding_is_refused_as_in_sql(con):
+    # estimate_tokens(text, encoding="o200k") estimated with o200k_base's ratios, silently,
+    # while rms_token_estimate(text, 'o200k') in SQL refused the name.
+    from rms_duck.tokens.estimate import set_chars_per_token
+
+    with pytest.raises(ConfigError, match=r"^estimate_tokens encoding must name an encoding, "
+                                          r"got 'o200k'\. Did you mean 'o200k_base'\? Known "
+                                          r"encodings: cl100k_base, .*o200k_base"):
+        estimate_tokens("Hello world", encoding="o200k")
+    with pytest.raises(duckdb.Error, match="got 'o200k'. Did you mean 'o200k_base'"):
+        con.execute("SELECT rms_token_estimate('Hello world', 'o200k')").fetchall()
+    for name in ("o200k_base", "cl100k_base", "o200k_harmony", "p50k_base"):
+        assert estimate_tokens("Hello world", encoding=name) >= 1
+    set_chars_per_token("my-tokenizer-est-test", {"latin": 3.0})  # a name given ratios
+    assert estimate_tokens("Hello world", encoding="my-tokenizer-est-test") >= 1

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import regex
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from .encodings import DEFAULT_ENCODING
 from .estimate_tables import CHARS_PER_TOKEN, PATTERNS
 from .scripts import SPACE, SYMBOL, script_of
@@ -90,6 +90,8 @@ def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | No
         ratio = _check_ratio("chars_per_token", chars_per_token)
         return math.ceil(len(text) / ratio)
     name = encoding or DEFAULT_ENCODING
+    if name not in CHARS_PER_TOKEN and name not in _BY_ENCODING and name not in _SAME_AS:
+        _check_encoding_name(name)
     ratios = chars_per_token_for(name)
     for script, value in (chars_per_token or {}).items():
         if script not in ratios:
@@ -97,6 +99,20 @@ def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | No
                               f"known: {', '.join(sorted(ratios))}")
         ratios[script] = _check_ratio(f"chars_per_token[{script!r}]", value)
     return _estimate(text, name, ratios)
+
+
+def _check_encoding_name(name: object) -> None:
+    """An encoding no tokenizer knows (a typo such as 'o200k') was estimated silently with
+    o200k_base's ratios, where SQL's rms_token_estimate refuses it."""
+    from .encodings import known_encodings
+
+    known = known_encodings()
+    if isinstance(name, str) and name in known:
+        return
+    hint = did_you_mean(name, known) if isinstance(name, str) else ""
+    raise ConfigError(f"estimate_tokens encoding must name an encoding, got {name!r}.{hint} "
+                      f"Known encodings: {', '.join(known)} (or one given ratios with "
+                      "set_chars_per_token)")
 
 
 def _estimate(text: str, encoding: str, ratios: Mapping[str, float]) -> int:
