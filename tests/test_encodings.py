@@ -552,3 +552,17 @@ def test_a_gzip_bomb_in_the_bpe_dir_is_not_unpacked_whole(fresh, monkeypatch):
     with pytest.raises(EncodingUnavailableError, match=r"o200k_base\.tiktoken\.gz \(gunzipped: "
                                                        r"more than the"):
         encodings.get_encoding("o200k_base")
+
+
+@pytest.mark.parametrize(("text", "fix"), [
+    (b"hello", "decode it first: count_tokens(data.decode('utf-8'))"),
+    (None, "pass the text as a str"),
+    (42, "pass the text as a str"),
+])
+def test_count_tokens_names_text_that_is_no_str(text, fix):
+    # tiktoken's TypeError said "'bytes' object is not an instance of 'str'": no argument
+    # named, no fix.
+    with pytest.raises(ConfigError) as raised:
+        rms_duck.count_tokens(text)
+    assert str(raised.value) == (f"count_tokens text must be a str, got "
+                                 f"{type(text).__name__} {text!r}; {fix}")

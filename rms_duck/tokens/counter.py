@@ -27,6 +27,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 
+from ..errors import ConfigError
 from ..escape import utf8
 from .encodings import DEFAULT_ENCODING, encoding_source, get_encoding, load_encoding
 
@@ -58,6 +59,12 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     >>> count_tokens("hello world")
     2
     """
+    if not isinstance(text, str):
+        # tiktoken's own words: "'bytes' object is not an instance of 'str'".
+        fix = ("decode it first: count_tokens(data.decode('utf-8'))"
+               if isinstance(text, (bytes, bytearray)) else "pass the text as a str")
+        raise ConfigError(f"count_tokens text must be a str, got {type(text).__name__} "
+                          f"{text!r:.80}; {fix}")
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
