@@ -363,6 +363,20 @@ def test_to_row_is_the_struct_sql_pack_context_returns():
         con.close()
 
 
+def test_replay_result_attributes_are_documented():
+    # tables_read, untracked_tables, tracking and stored_sha256 were left out.
+    from dataclasses import fields
+
+    from rms_duck.audit.replay import ReplayResult
+    text = read(ROOT / "docs" / "python-api.md")
+    start = text.index("A `ReplayResult` has")
+    paragraph = text[start:text.index("\n\n", start)]
+    public = {f.name for f in fields(ReplayResult)} | {
+        name for name, value in vars(ReplayResult).items() if isinstance(value, property)}
+    missing = sorted(name for name in public if f"`{name}`" not in paragraph)
+    assert not missing, f"python-api.md's ReplayResult paragraph lacks {missing}"
+
+
 def test_every_error_class_is_documented_with_its_bases():
     from rms_duck import errors
     table = section(read(ROOT / "docs" / "python-api.md"), "## Errors")
