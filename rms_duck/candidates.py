@@ -65,6 +65,22 @@ def to_candidates(rows: Iterable[Mapping[str, Any] | Candidate | None]) -> list[
     return out
 
 
+def _refuse_missing_keys(row: dict[Any, Any], index: int) -> None:
+    """A dict without an id, score or content key: said so, with its keys. The None that
+    get() read was reported as "got None (SQL NULL); filter out NULL scores or COALESCE
+    them to 0", advice for SQL that a dict or a JSON line (rms-duck pack) cannot take."""
+    missing = [name for name in ("id", "score", "content") if name not in row]
+    quoted = [repr(name) for name in missing]
+    what = (f"field {quoted[0]} is" if len(quoted) == 1
+            else f"fields {', '.join(quoted[:-1])} and {quoted[-1]} are")
+    keys = ", ".join(repr(key) for key in list(row)[:20]) or "none"
+    who = f"candidate #{index}" + (f" (id {row['id']!r})" if "id" in row else "")
+    raise CandidateError(
+        f"{who}: {what} required but missing (keys given: {keys}); every candidate needs id, "
+        "score and content: add them, for example {'id': 'n1', 'score': 0.9, 'content': "
+        "'...'}")
+
+
 def _without_nan(candidate: Candidate, index: int) -> Candidate:
     """A Candidate as it is, unless a number field holds NaN: a Candidate built by hand skips
     the row checks, and a NaN score outranked every other (NaN compares false both ways)."""
@@ -88,6 +104,8 @@ def to_candidate(row: Mapping[str, Any] | None, index: int = 0) -> Candidate:
         # Another Mapping may answer get() for keys its items() spell otherwise (a
         # case-insensitive one): read every field the way get() finds it.
         row = {name: row.get(name) for name in _FIELD_NAMES}
+    elif "id" not in row or "score" not in row or "content" not in row:
+        _refuse_missing_keys(row, index)
     get = row.get
     where = _Where(index, get("id"))
     score = get("score")

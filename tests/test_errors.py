@@ -67,8 +67,8 @@ CASES = [
          rows=[{"score": 0.5, "content": "x"}],
          sql_rows="[{'score': 0.5, 'content': 'x'}]",
          error=CandidateError,
-         phrases=["candidate #0: field 'id' is required", "got None",
-                  "give every candidate its node id"]),
+         phrases=["candidate #0: field 'id' is required but missing (keys given: 'score', "
+                  "'content')", "every candidate needs id, score and content: add them"]),
     case("blank-id",
          rows=[{"id": "  ", "score": 0.5, "content": "x"}],
          sql_rows="[{'id': '  ', 'score': 0.5, 'content': 'x'}]",
@@ -78,8 +78,8 @@ CASES = [
          rows=[{"id": "a", "score": 0.5}],
          sql_rows="[{'id': 'a', 'score': 0.5}]",
          error=CandidateError,
-         phrases=["candidate #0 (id 'a')", "field 'content' is required text", "got None",
-                  "pass '' for a record without text, or drop the row"]),
+         phrases=["candidate #0 (id 'a')", "field 'content' is required but missing (keys "
+                  "given: 'id', 'score')", "every candidate needs id, score and content"]),
     case("unknown-type",
          rows=[{**GOOD, "type": "facts"}],
          sql_rows="[{'id': 'a', 'score': 0.5, 'content': 'x', 'type': 'facts'}]",
@@ -762,3 +762,27 @@ def test_a_flag_given_as_text_or_a_number_is_refused_by_name(call, name, tmp_pat
     assert count_stored(con) == (0, 0)
     assert list(tmp_path.iterdir()) == []
     con.close()
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"id": "a", "content": "x"}, "candidate #0 (id 'a'): field 'score' is required but "
+                                  "missing (keys given: 'id', 'content')"),
+    ({"id": "a"}, "candidate #0 (id 'a'): fields 'score' and 'content' are required but "
+                  "missing (keys given: 'id')"),
+    ({}, "candidate #0: fields 'id', 'score' and 'content' are required but missing (keys "
+         "given: none)"),
+])
+def test_a_dict_without_a_required_key_says_it_is_missing(row, message):
+    # A dict (or an rms-duck pack line) without "score" was told "got None (SQL NULL);
+    # filter out NULL scores or COALESCE them to 0": SQL advice for a key it never had.
+    with pytest.raises(CandidateError) as raised:
+        rms_duck.pack_candidates([GOOD, row], budget=300)
+    assert str(raised.value) == (
+        message.replace("#0", "#1") + "; every candidate needs id, score and content: add "
+        "them, for example {'id': 'n1', 'score': 0.9, 'content': '...'}")
+
+
+def test_a_dict_whose_score_is_none_is_still_a_null_one():
+    with pytest.raises(CandidateError, match=r"field 'score' is required and must be a number "
+                                             r"in \[0, 1\], got None \(SQL NULL\)"):
+        rms_duck.pack_candidates([{**GOOD, "score": None}], budget=300)
