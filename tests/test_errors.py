@@ -452,6 +452,22 @@ def test_candidates_of_the_wrong_kind(shared_con):
         rms_duck.pack(shared_con, [GOOD], budget=500)
 
 
+@pytest.mark.parametrize(("kind", "fix"), [
+    # Both were told to build rows with pa.Table.from_pylist(rows): no help for either.
+    ("polars-lazy", r"got a polars LazyFrame, which holds no rows until it is collected; "
+                    r"pass frame.collect\(\)$"),
+    ("dict-of-columns", r"for a dict of columns pass pa.table\(columns\); for one record, "
+                        r"pa.Table.from_pylist\(\[record\]\)$"),
+])
+def test_a_lazy_frame_or_a_dict_of_columns_is_told_its_own_fix(shared_con, kind, fix):
+    import polars as pl
+
+    given = {"polars-lazy": lambda: pl.DataFrame([GOOD]).lazy(),
+             "dict-of-columns": lambda: {name: [value] for name, value in GOOD.items()}}[kind]()
+    with pytest.raises(CandidateError, match=fix):
+        rms_duck.pack(shared_con, given, budget=500, store=False)
+
+
 # -- a failed pack stores nothing ----------------------------------------------------------
 
 

@@ -50,8 +50,13 @@ def arrow_table(data: Any) -> pa.Table:
     if lazy is not None:
         raise CandidateError(f"candidates must be a ranking query string or an Arrow-capable "
                              f"table, got {lazy}")
+    if isinstance(data, dict):
+        fix = ("for a dict of columns pass pa.table(columns); for one record, "
+               "pa.Table.from_pylist([record])")
+    else:
+        fix = ("for Python rows pass pa.Table.from_pylist(rows) or call "
+               "rms_duck.pack_candidates(rows, budget=...)")
     raise CandidateError(
         f"candidates must be a ranking query string or an Arrow-capable table (pyarrow, "
         f"pandas, polars, a DuckDB relation, anything with __arrow_c_stream__), got "
-        f"{type(data).__name__}; for Python rows pass pa.Table.from_pylist(rows) or call "
-        "rms_duck.pack_candidates(rows, budget=...)")
+        f"{type(data).__name__}; {fix}")
