@@ -453,6 +453,19 @@ def _modules() -> list[str]:
     return sorted(p.relative_to(base).as_posix() for p in base.rglob("*.py"))
 
 
+def test_architecture_names_the_built_in_bases_of_the_errors():
+    # It said every error was "also a ValueError or LookupError"; ReceiptError is neither,
+    # DatabaseOpenError an OSError, MissingExtraError an ImportError.
+    from rms_duck import errors
+    line = next(line for line in read(ROOT / "docs" / "architecture.md").splitlines()
+                if line.startswith("- `errors.py`"))
+    bases = {base.__name__ for cls in vars(errors).values()
+             if isinstance(cls, type) and issubclass(cls, errors.RmsError)
+             for base in cls.__bases__ if base.__module__ == "builtins" and base is not Exception}
+    assert all(f"`{name}`" in line for name in bases), (sorted(bases), line)
+    assert "each also" not in line
+
+
 def test_architecture_lists_every_module_and_only_real_ones():
     text = read(ROOT / "docs" / "architecture.md")
     mentioned = {path for path in re.findall(r"`((?:\w+/)*\w+\.py)`", text)
