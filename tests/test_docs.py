@@ -377,6 +377,21 @@ def test_replay_result_attributes_are_documented():
     assert not missing, f"python-api.md's ReplayResult paragraph lacks {missing}"
 
 
+def test_the_config_paragraph_says_when_an_encoding_name_is_checked():
+    # "validated on construction": PackingConfig(encoding="o200k") builds, and the pack
+    # raises EncodingUnavailableError.
+    from rms_duck.errors import EncodingUnavailableError
+    text = read(ROOT / "docs" / "python-api.md")
+    paragraph = text[text.index("Every setting of a pack"):]
+    paragraph = paragraph[:paragraph.index("\n\n")]
+    config = rms_duck.PackingConfig(encoding="o200k")
+    with pytest.raises(EncodingUnavailableError, match="unknown encoding 'o200k'"):
+        rms_duck.pack_candidates([{"id": "a", "score": 0.5, "content": "x"}], budget=300,
+                                 config=config)
+    assert "`encoding` name is looked up when a pack first counts" in paragraph
+    assert "`EncodingUnavailableError`" in paragraph
+
+
 def test_every_error_class_is_documented_with_its_bases():
     from rms_duck import errors
     table = section(read(ROOT / "docs" / "python-api.md"), "## Errors")
