@@ -187,10 +187,15 @@ class MemoryBundle:
             return self.context_references[ref]
         except KeyError:
             known = sorted(self.context_references, key=lambda r: int(r[1:]))
-            hint = did_you_mean(ref, known) if known else " This bundle has no citations."
+            if not known:
+                # It said only "This bundle has no citations. Known: none".
+                raise ContextRefError(
+                    f"unknown context reference {ref!r}. This bundle has no citations: pack "
+                    'with config {"context_citations": true} (reader format) or '
+                    '{"context_format": "compact"} to number its records') from None
             raise ContextRefError(
-                f"unknown context reference {ref!r}.{hint} Known: {', '.join(known) or 'none'}"
-            ) from None
+                f"unknown context reference {ref!r}.{did_you_mean(ref, known)} Known: "
+                f"{', '.join(known)}") from None
 
 
 def _markdown_text(text: str) -> str:

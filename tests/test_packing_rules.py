@@ -587,8 +587,15 @@ def test_a_bundle_without_citations_resolves_nothing():
     bundle = pack(SECTION_ROWS[:3], 2000)
     assert all(r.ref is None for r in bundle.included)
     assert "[m1]" not in bundle.render()
-    with pytest.raises(ContextRefError, match="This bundle has no citations"):
+    with pytest.raises(ContextRefError) as raised:
         bundle.resolve_context_ref("m1")
+    # It ended "This bundle has no citations. Known: none", with no way to get them.
+    assert str(raised.value) == (
+        "unknown context reference 'm1'. This bundle has no citations: pack with config "
+        '{"context_citations": true} (reader format) or {"context_format": "compact"} to '
+        "number its records")
+    cited = pack(SECTION_ROWS[:3], 2000, context_citations=True)
+    assert cited.resolve_context_ref("m1") == cited.included[0].id
 
 
 # -- guidance never displaces records ------------------------------------------------------
