@@ -9,7 +9,8 @@ import duckdb
 import pytest
 
 import rms_duck
-from rms_duck.duck.ranking import refresh_index
+from rms_duck.duck.ranking import RankingWeights, parse_cues, parse_weights, refresh_index
+from rms_duck.errors import ConfigError
 
 NODES = [("00000000-0000-0000-0000-000000000001", "The budget review is on Friday.", [1, 0, 0]),
          ("00000000-0000-0000-0000-000000000003", "Gardening: the tomatoes need water.",
@@ -182,3 +183,27 @@ def test_count_arguments_given_as_whole_numbers_still_rank(ranked):
                               "terms := '3')").fetchall()) == 3
     assert ranked.execute("SELECT count(*) FROM rms_specificity(rare_df := 0.0)"
                           ).fetchall() == [(3,)]
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    # Each named the value but not what to pass, and the cue's hint trailed its list
+    # ("known: ..., feedback_terms Did you mean 'speaker'?").
+    (lambda: RankingWeights(lexical=-0.1, ngram=0.65),
+     "ranking weight 'lexical' must be a number in [0, 1], got -0.1; the defaults are "
+     "lexical=0.45, ngram=0.25, vector=0.2, salience=0.1 (0 leaves a signal out)"),
+    (lambda: parse_weights(["lexical"]),
+     "ranking weights must be a mapping of lexical, ngram, vector, salience, got ['lexical']; "
+     "pass for example {'lexical': 0.6, 'ngram': 0.4}"),
+    (lambda: parse_weights({"lexcial": 1.0}),
+     "unknown ranking weight 'lexcial'. Did you mean 'lexical'? Known: lexical, ngram, vector, "
+     "salience"),
+    (lambda: parse_cues({"speakr": 0}), "unknown ranking cue 'speakr'. Did you mean 'speaker'? "
+                                        "Known: "),
+    (lambda: parse_cues(3), "ranking cues must be a mapping of "),
+])
+def test_ranking_weight_and_cue_errors_name_the_fix(build, message):
+    with pytest.raises(ConfigError) as raised:
+        build()
+    assert str(raised.value).startswith(message)
+    if "mapping of speaker" in str(raised.value):
+        assert str(raised.value).endswith("pass for example {'speaker': 0} to turn one off")

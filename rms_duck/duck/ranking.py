@@ -52,7 +52,8 @@ class RankingWeights:
             value = getattr(self, name)
             if not _unit_fraction(value):
                 raise ConfigError(f"ranking weight {name!r} must be a number in [0, 1], "
-                                  f"got {value!r}")
+                                  f"got {value!r}; the defaults are lexical=0.45, ngram=0.25, "
+                                  "vector=0.2, salience=0.1 (0 leaves a signal out)")
         total = sum(getattr(self, name) for name in SIGNALS)
         if abs(total - 1.0) > _TOLERANCE:
             raise ConfigError(
@@ -77,10 +78,11 @@ def parse_weights(value: RankingWeights | dict[str, Any] | None) -> RankingWeigh
         return value
     if not isinstance(value, dict):
         raise ConfigError(f"ranking weights must be a mapping of {', '.join(SIGNALS)}, "
-                          f"got {value!r}")
+                          f"got {value!r}; pass for example {{'lexical': 0.6, 'ngram': 0.4}}")
     unknown = sorted(set(value) - set(SIGNALS))
     if unknown:
-        raise ConfigError(f"unknown ranking weight {unknown[0]!r}; known: {', '.join(SIGNALS)}")
+        raise ConfigError(f"unknown ranking weight {unknown[0]!r}."
+                          f"{did_you_mean(unknown[0], SIGNALS)} Known: {', '.join(SIGNALS)}")
     return RankingWeights(**{name: value.get(name, 0.0) for name in SIGNALS})
 
 
@@ -147,11 +149,11 @@ def parse_cues(value: RankingCues | dict[str, Any] | None) -> RankingCues:
     known = CUE_FRACTIONS + CUE_COUNTS
     if not isinstance(value, dict):
         raise ConfigError(f"ranking cues must be a mapping of {', '.join(known)}, "
-                          f"got {value!r}")
+                          f"got {value!r}; pass for example {{'speaker': 0}} to turn one off")
     unknown = sorted(set(value) - set(known))
     if unknown:
-        raise ConfigError(f"unknown ranking cue {unknown[0]!r}; known: {', '.join(known)}"
-                          f"{did_you_mean(unknown[0], known)}")
+        raise ConfigError(f"unknown ranking cue {unknown[0]!r}."
+                          f"{did_you_mean(unknown[0], known)} Known: {', '.join(known)}")
     return RankingCues(**value)
 
 
