@@ -802,3 +802,13 @@ def test_a_dict_whose_score_is_none_is_still_a_null_one():
     with pytest.raises(CandidateError, match=r"field 'score' is required and must be a number "
                                              r"in \[0, 1\], got None \(SQL NULL\)"):
         rms_duck.pack_candidates([{**GOOD, "score": None}], budget=300)
+
+
+def test_a_counter_that_is_no_line_counter_is_named():
+    # counter="o200k_base" failed with "'str' object has no attribute 'encoding'".
+    with pytest.raises(ConfigError) as raised:
+        rms_duck.pack_candidates([GOOD], budget=300, counter="o200k_base")
+    assert str(raised.value) == (
+        "counter must be a rms_duck.tokens.counter.LineCounter or None, got str 'o200k_base'; "
+        "pass counter=LineCounter('o200k_base'), or set the encoding with "
+        "config={'encoding': ...}")

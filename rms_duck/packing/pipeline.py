@@ -108,6 +108,13 @@ def _pack(candidates: Iterable[Mapping[str, Any] | Candidate], *, budget: int,
     else:
         _check_iterable_of_records(candidates)
         rows = to_candidates(candidates)
+    if counter is not None and not isinstance(counter, LineCounter):
+        # An encoding name failed here with "'str' object has no attribute 'encoding'".
+        raise ConfigError(
+            f"counter must be a rms_duck.tokens.counter.LineCounter or None, got "
+            f"{type(counter).__name__} {counter!r:.80}; pass "
+            f"counter=LineCounter({config.encoding!r}), or set the encoding with "
+            f"config={{'encoding': ...}}")
     counter = counter or LineCounter(config.encoding)
     if counter.encoding != config.encoding:
         raise ConfigError(
