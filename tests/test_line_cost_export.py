@@ -56,3 +56,18 @@ def test_an_export_failing_part_way_leaves_no_partial_file_and_the_old_one_as_it
     # Without the limit the same export succeeds, and is larger than the limit allowed.
     assert rms_duck.export_line_costs(con, str(target)) == 4010
     assert target.stat().st_size > LIMIT and sorted(os.listdir(tmp_path)) == ["costs.parquet"]
+
+
+@pytest.mark.parametrize(("costs", "fix"), [
+    # LineCosts("line_costs.parquet") failed in dict(): "dictionary update sequence element
+    # #0 has length 1; 2 is required".
+    ("line_costs.parquet", "for a file written by export_line_costs() use "
+                           "rms_duck.LineCosts.read('line_costs.parquet')"),
+    ([("a", 1)], "pass a dict such as {line_sha256(line): n_tokens}, or "
+                 "rms_duck.LineCosts.read(path) for a file"),
+])
+def test_line_costs_given_a_path_says_to_read_it(costs, fix):
+    with pytest.raises(ConfigError) as raised:
+        LineCosts(costs)
+    assert str(raised.value) == (f"LineCosts costs must be a mapping of line sha256 to tokens, "
+                                 f"got {type(costs).__name__} {costs!r}; {fix}")

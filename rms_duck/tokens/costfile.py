@@ -45,6 +45,16 @@ class LineCosts:
     __slots__ = ("encoding", "_costs")
 
     def __init__(self, costs: Mapping[str, int], *, encoding: str = DEFAULT_ENCODING) -> None:
+        if not isinstance(costs, Mapping):
+            # A file's path failed in dict(): "dictionary update sequence element #0 has
+            # length 1; 2 is required".
+            fix = (f"for a file written by export_line_costs() use "
+                   f"rms_duck.LineCosts.read({os.fspath(costs)!r})"
+                   if isinstance(costs, (str, os.PathLike)) else
+                   "pass a dict such as {line_sha256(line): n_tokens}, or "
+                   "rms_duck.LineCosts.read(path) for a file")
+            raise ConfigError(f"LineCosts costs must be a mapping of line sha256 to tokens, got "
+                              f"{type(costs).__name__} {costs!r:.80}; {fix}")
         self.encoding = encoding
         self._costs = dict(costs)
 
