@@ -155,3 +155,19 @@ def test_a_bad_heads_entry_is_named(tmp_path):
     with pytest.raises(ReceiptError, match=r"chains\[1\] is .*not a chain_namespace \(text\), "
                                            r"seq \(1\.\.9,223,372,036,854,775,807\)"):
         rms_duck.read_heads(bad)
+
+
+def test_a_heads_path_given_to_verify_says_to_read_it_first(tmp_path):
+    # verify_receipts(con, heads="heads.json") was told "pass a file written by `rms-duck
+    # audit --export-heads`": a file was what it had been given.
+    con = rms_duck.connect()
+    rms_duck.pack(con, pa.Table.from_pylist([{"id": "a", "score": 0.5, "content": "x"}]),
+                  budget=300)
+    path = str(tmp_path / "heads.json")
+    rms_duck.write_heads(con, path)
+    with pytest.raises(ReceiptError) as raised:
+        rms_duck.verify_receipts(con, heads=path)
+    assert str(raised.value) == (
+        f"heads must be the dict rms_duck.read_heads(path) returns, got the path {path!r}; "
+        f"pass heads=rms_duck.read_heads({path!r})")
+    assert rms_duck.verify_receipts(con, heads=rms_duck.read_heads(path)) == []

@@ -95,6 +95,12 @@ def check_heads(cur: duckdb.DuckDBPyConnection, heads: Mapping[str, Any]):
     """HEAD_MISSING / HEAD_MISMATCH problems for saved heads the database no longer has."""
     from .verify import ReceiptProblem
 
+    if isinstance(heads, (str, os.PathLike)):
+        # A path was told "pass a file written by `rms-duck audit --export-heads`": the
+        # caller had passed one, where the argument takes what read_heads returns.
+        raise ReceiptError(
+            f"heads must be the dict rms_duck.read_heads(path) returns, got the path "
+            f"{os.fspath(heads)!r}; pass heads=rms_duck.read_heads({os.fspath(heads)!r})")
     _check_format(heads, "heads")
     problems = []
     for head in heads["chains"]:
