@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
@@ -131,6 +132,26 @@ FIELD_NAMES = tuple(f.name for f in fields(PackingConfig))
 _ADDED_AFTER_V1 = {"min_score": 0.0}
 
 
+def _unknown_field(key: str) -> ConfigError:
+    return ConfigError(f"unknown config field {key!r}.{did_you_mean(key, FIELD_NAMES)} "
+                       f"Known fields: {', '.join(FIELD_NAMES)}")
+
+
+def _checked_init(init: Any) -> Any:
+    """PackingConfig's __init__, refusing an unknown keyword as a dict config does: Python's
+    own "__init__() got an unexpected keyword argument 'context_fromat'" named no fix."""
+    @functools.wraps(init)
+    def __init__(self: PackingConfig, *args: Any, **kwargs: Any) -> None:
+        unknown = sorted(key for key in kwargs if key not in FIELD_NAMES)
+        if unknown:
+            raise _unknown_field(unknown[0])
+        init(self, *args, **kwargs)
+    return __init__
+
+
+setattr(PackingConfig, "__init__", _checked_init(PackingConfig.__init__))  # noqa: B010
+
+
 def check_flag(name: str, value: object, fix: str) -> None:
     """A True/False argument of the API (store, inputs, full, ...) must be a bool: a text
     such as store="no" read as true, and stored what the caller meant to keep out."""
@@ -193,11 +214,7 @@ def parse_config(value: object) -> PackingConfig:
         )
     unknown = [key for key in value if key not in FIELD_NAMES]
     if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(
-            f"unknown config field {key!r}.{did_you_mean(key, FIELD_NAMES)} "
-            f"Known fields: {', '.join(FIELD_NAMES)}"
-        )
+        raise _unknown_field(sorted(unknown)[0])
     values = {key: val for key, val in value.items() if val is not None}
     if "reference_time" in values:
         values["reference_time"] = parse_instant("reference_time", values["reference_time"])

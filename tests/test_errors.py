@@ -812,3 +812,17 @@ def test_a_counter_that_is_no_line_counter_is_named():
         "counter must be a rms_duck.tokens.counter.LineCounter or None, got str 'o200k_base'; "
         "pass counter=LineCounter('o200k_base'), or set the encoding with "
         "config={'encoding': ...}")
+
+
+def test_a_misspelt_packing_config_keyword_is_named_as_in_a_dict_config():
+    # PackingConfig(context_fromat="reader") raised Python's TypeError "__init__() got an
+    # unexpected keyword argument 'context_fromat'", where the dict config says what to use.
+    with pytest.raises(ConfigError) as by_keyword:
+        rms_duck.PackingConfig(context_fromat="reader")
+    with pytest.raises(ConfigError) as by_dict:
+        parse_config({"context_fromat": "reader"})
+    assert str(by_keyword.value) == str(by_dict.value)
+    assert str(by_keyword.value).startswith("unknown config field 'context_fromat'. Did you "
+                                            "mean 'context_format'? Known fields: ")
+    with pytest.raises(ConfigError, match="unknown config field 'formt'"):
+        rms_duck.PackingConfig().with_changes(formt="compact")
