@@ -7,6 +7,7 @@ well behind DuckDB's "Python exception occurred while executing the UDF" prefix.
 from __future__ import annotations
 
 import decimal
+import difflib
 import json
 import math
 import numbers
@@ -75,10 +76,20 @@ def _refuse_missing_keys(row: dict[Any, Any], index: int) -> None:
             else f"fields {', '.join(quoted[:-1])} and {quoted[-1]} are")
     keys = ", ".join(repr(key) for key in list(row)[:20]) or "none"
     who = f"candidate #{index}" + (f" (id {row['id']!r})" if "id" in row else "")
-    raise CandidateError(
-        f"{who}: {what} required but missing (keys given: {keys}); every candidate needs id, "
-        "score and content: add them, for example {'id': 'n1', 'score': 0.9, 'content': "
-        "'...'}")
+    # Dict keys match a field only as spelled (a SQL column's case does not matter there).
+    others = {key.lower(): key for key in row if isinstance(key, str) and key not in _RANK}
+    typos, absent = [], []
+    for name in missing:
+        close = difflib.get_close_matches(name, list(others), n=1, cutoff=0.6)
+        if close:
+            typos.append(f"{others[close[0]]!r} to {name!r}")
+        else:
+            absent.append(repr(name))
+    fix = ("add them, for example {'id': 'n1', 'score': 0.9, 'content': '...'}" if not typos
+           else f"rename {' and '.join(typos)}"
+           + (f", and add {' and '.join(absent)}" if absent else ""))
+    raise CandidateError(f"{who}: {what} required but missing (keys given: {keys}); every "
+                         f"candidate needs id, score and content: {fix}")
 
 
 def _without_nan(candidate: Candidate, index: int) -> Candidate:

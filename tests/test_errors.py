@@ -826,3 +826,16 @@ def test_a_misspelt_packing_config_keyword_is_named_as_in_a_dict_config():
                                             "mean 'context_format'? Known fields: ")
     with pytest.raises(ConfigError, match="unknown config field 'formt'"):
         rms_duck.PackingConfig().with_changes(formt="compact")
+
+
+@pytest.mark.parametrize(("row", "fix"), [
+    ({"id": "a", "scroe": 0.5, "content": "x"}, "rename 'scroe' to 'score'"),
+    ({"ID": "a", "score": 0.5, "text": "x"}, "rename 'ID' to 'id', and add 'content'"),
+    ({"id": "a", "Score": 0.5, "contents": "x"},
+     "rename 'Score' to 'score' and 'contents' to 'content'"),
+])
+def test_a_misspelt_required_key_is_named_with_its_rename(row, fix):
+    # The keys were listed, but a key spelt 'scroe' or 'ID' is easy to read past.
+    with pytest.raises(CandidateError) as raised:
+        rms_duck.pack_candidates([row], budget=300)
+    assert str(raised.value).endswith(f"every candidate needs id, score and content: {fix}")
