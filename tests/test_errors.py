@@ -446,6 +446,23 @@ def test_params_beside_a_table_are_refused_not_ignored(shared_con):
     assert count_stored(shared_con) == (0, 0)
 
 
+@pytest.mark.parametrize(("option", "fix"), [
+    # max_rows=1 beside a table of three rows packed all three, without a word.
+    ({"max_rows": 1}, "leave max_rows out (to pack fewer rows, slice the table first)"),
+    ({"timeout": 5}, "leave timeout out"),
+    ({"dialect": "postgres"}, "leave dialect out"),
+])
+def test_query_limits_beside_a_table_are_refused_not_ignored(shared_con, option, fix):
+    table = pa.Table.from_pylist([GOOD, {**GOOD, "id": "b"}, {**GOOD, "id": "c"}])
+    [(name, value)] = option.items()
+    with pytest.raises(ConfigError) as raised:
+        rms_duck.pack(shared_con, table, budget=500, **option)
+    assert str(raised.value) == (f"{name} applies to a ranking query, but candidates is a "
+                                 f"Table, not a query, so {name}={value!r} would be ignored; "
+                                 f"{fix}")
+    assert count_stored(shared_con) == (0, 0)
+
+
 def test_candidates_of_the_wrong_kind(shared_con):
     with pytest.raises(CandidateError, match="candidates must be a ranking query string or an "
                                              r"Arrow-capable table .*got list"):

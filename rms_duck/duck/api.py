@@ -70,6 +70,19 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
             "params fill a ranking query's placeholders, but candidates is a "
             f"{type(candidates).__name__}, not a query, so they would be ignored; leave "
             "params out, or pass the ranking query text as candidates")
+    if not isinstance(candidates, str):
+        # max_rows=1 beside a table of 3 rows packed all 3: these limit a query only.
+        for name, value, default in (("max_rows", max_rows, None), ("timeout", timeout, None),
+                                     ("dialect", dialect, "duckdb")):
+            if value != default:
+                raise ConfigError(
+                    f"{name} applies to a ranking query, but candidates is a "
+                    f"{type(candidates).__name__}, not a query, so {name}={value!r} would be "
+                    f"ignored; leave {name} out (to pack fewer rows, slice the table first)"
+                    if name == "max_rows" else
+                    f"{name} applies to a ranking query, but candidates is a "
+                    f"{type(candidates).__name__}, not a query, so {name}={value!r} would be "
+                    f"ignored; leave {name} out")
     query = None
     if isinstance(candidates, str):
         with _connection_lock(con):  # threads may share `con`: it refuses a second caller
