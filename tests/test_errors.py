@@ -856,3 +856,21 @@ def test_a_misspelt_required_key_is_named_with_its_rename(row, fix):
     with pytest.raises(CandidateError) as raised:
         rms_duck.pack_candidates([row], budget=300)
     assert str(raised.value).endswith(f"every candidate needs id, score and content: {fix}")
+
+
+def test_register_on_a_read_only_database_without_the_schema_says_so(tmp_path):
+    # rms_duck.register(duckdb.connect(path, read_only=True)) failed with "Catalog Error:
+    # Type with name rms_candidate does not exist!"; connect(path, read_only=True) says why.
+    from rms_duck.errors import DatabaseOpenError
+
+    path = str(tmp_path / "plain.duckdb")
+    duckdb.connect(path).close()
+    plain = duckdb.connect(path, read_only=True)
+    with pytest.raises(DatabaseOpenError, match=r"^this connection's database has no rms_duck "
+                                                r"schema and is open read-only, so it cannot be "
+                                                r"set up; open it writable once with "
+                                                r"rms_duck.connect\(path\)"):
+        rms_duck.register(plain)
+    plain.close()
+    rms_duck.connect(path).close()  # set up once, writable: then read-only registers
+    rms_duck.register(duckdb.connect(path, read_only=True)).close()

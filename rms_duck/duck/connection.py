@@ -139,6 +139,13 @@ def _register(con: duckdb.DuckDBPyConnection, *, replace: bool,
     read_only = _read_only(con)
     if not read_only:
         install_schema(con)
+    elif not _has_schema(con):
+        # As connect(path, read_only=True) says: register() failed further on with "Catalog
+        # Error: Type with name rms_candidate does not exist!".
+        raise DatabaseOpenError(
+            "this connection's database has no rms_duck schema and is open read-only, so it "
+            "cannot be set up; open it writable once with rms_duck.connect(path) (or rms-duck "
+            "pack --db PATH), or register a connection to the file rms_duck wrote")
     else:
         _warn_changed(con)
     # Listing DuckDB's functions costs about a sixth of connect(): a new database needs neither.
