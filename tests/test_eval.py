@@ -53,9 +53,20 @@ def test_loader_reads_the_example():
 @pytest.mark.parametrize("record, message", [
     pytest.param(conversation(questions=[{"id": "q", "question": "?", "evidence": ["t9"]}]),
                  "evidence 't9' names no turn of 'c1'", id="unknown-evidence"),
-    pytest.param({"turns": [], "questions": []}, "field 'conversation_id' must be non-empty text",
+    pytest.param({"turns": [], "questions": []}, "a conversation needs conversation_id, turns "
+                 "and questions, got keys 'turns', 'questions'; write one conversation per line",
                  id="no-id"),
-    pytest.param(conversation(turns="nope"), "field 'turns' must be a list", id="turns"),
+    # A file of candidates was told only "field 'conversation_id' must be non-empty text, got
+    # None", and a null id named no fix.
+    pytest.param({"id": "n1", "score": 0.9, "content": "x"}, "got keys 'id', 'score', "
+                 "'content'; write one conversation per line, {\"conversation_id\": \"c1\", "
+                 "\"turns\": [...], \"questions\": [...]}, as docs/evaluation.md shows (a file "
+                 "of candidates is rms-duck pack's input)", id="candidates-file"),
+    pytest.param({"conversation_id": None, "turns": [], "questions": []},
+                 "field 'conversation_id' must be non-empty text, got None; give it as a JSON "
+                 "string", id="null-id"),
+    pytest.param(conversation(turns="nope"), "field 'turns' must be a list, got 'nope'; give it "
+                 "as a JSON array ([] for none)", id="turns"),
     pytest.param(conversation(turns=[{"id": "t1", "text": "a", "time": "yesterday"}],
                               questions=[]), "field 'time' must be ISO-8601", id="time"),
 ])

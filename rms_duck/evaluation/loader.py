@@ -95,6 +95,14 @@ def _conversation(record: Any, where: str) -> Conversation:
     if not isinstance(record, dict):
         raise EvalDataError(f"{where}: expected a JSON object with conversation_id, turns and "
                             f"questions, got {type(record).__name__}")
+    if "conversation_id" not in record:
+        # A candidates file (rms-duck pack's input) was told only "field 'conversation_id'
+        # must be non-empty text, got None".
+        raise EvalDataError(
+            f"{where}: a conversation needs conversation_id, turns and questions, got keys "
+            f"{', '.join(map(repr, list(record)[:10])) or 'none'}; write one conversation per "
+            'line, {"conversation_id": "c1", "turns": [...], "questions": [...]}, as '
+            "docs/evaluation.md shows (a file of candidates is rms-duck pack's input)")
     conv_id = _text(record, "conversation_id", where)
     turns, seen = [], set()
     positions: dict[str | None, int] = {}  # session -> turns seen in it so far
@@ -131,7 +139,8 @@ def _text(raw: Any, field: str, where: str, blank: bool = False) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or (not blank and not value.strip()):
-        raise EvalDataError(f"{where}: field {field!r} must be non-empty text, got {value!r}")
+        raise EvalDataError(f"{where}: field {field!r} must be non-empty text, got {value!r}; "
+                            "give it as a JSON string")
     return value
 
 
@@ -143,7 +152,8 @@ def _optional(raw: dict, field: str, where: str) -> str | None:
 def _list(raw: Any, field: str, where: str) -> list[Any]:
     value = raw.get(field) if isinstance(raw, dict) else None
     if not isinstance(value, list):
-        raise EvalDataError(f"{where}: field {field!r} must be a list, got {value!r}")
+        raise EvalDataError(f"{where}: field {field!r} must be a list, got {value!r}; give "
+                            f"it as a JSON array ([] for none)")
     return value
 
 
