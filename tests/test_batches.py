@@ -578,3 +578,17 @@ def test_output_schema_takes_a_field_a_list_or_a_schema_as_pack_batches_returns_
     for given in (table.schema.field("q"), [table.schema.field("q")],
                   pa.schema([table.schema.field("q")])):
         assert output_schema(given) == returned
+
+
+def test_store_batches_by_a_column_it_lacks_names_the_key_columns(con):
+    # "by names column 'query', which the table lacks (columns: ...)" listed every bundle
+    # column too, with no word on which to pass.
+    packed = rms_duck.pack_batches(pa.table({"q": [1, 2], "id": ["a", "b"], "score": [0.5, 0.6],
+                                             "content": ["x", "y"]}),
+                                   by="q", budget=300, inputs=True)
+    with pytest.raises(ConfigError) as raised:
+        rms_duck.store_batches(con, packed, by="query")
+    assert str(raised.value).endswith("). Pass the key column(s) pack_batches grouped by (q), "
+                                      "or leave by out to use them all")
+    with pytest.raises(ConfigError, match=r"\)\. Did you mean 'q'\? Pass the key column"):
+        rms_duck.store_batches(con, packed, by="qq")

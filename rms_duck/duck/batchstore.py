@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, ReceiptError, RmsError
+from ..errors import ConfigError, ReceiptError, RmsError, did_you_mean
 from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
@@ -138,8 +138,13 @@ def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
     keys = [by] if isinstance(by, str) else list(by)
     for key in keys:
         if key not in data.column_names:
-            raise ConfigError(f"by names column {key!r}, which the table lacks (columns: "
-                              f"{', '.join(data.column_names)})")
+            keys_there = [n for n in data.column_names
+                          if n not in BUNDLE_FIELDS and n != INPUTS_COLUMN]
+            raise ConfigError(
+                f"by names column {key!r}, which the table lacks (columns: "
+                f"{', '.join(data.column_names)}).{did_you_mean(key, keys_there)} Pass the key "
+                f"column(s) pack_batches grouped by ({', '.join(keys_there) or 'none'}), or "
+                "leave by out to use them all")
     return keys
 
 
