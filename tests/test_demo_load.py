@@ -108,3 +108,21 @@ def test_a_bad_row_stores_nothing_and_names_the_check():
         assert load_memory(con, {"nodes": [node(A, content="x")], "edges": []}) == 1
     finally:
         con.close()
+
+
+@pytest.mark.parametrize(("budget", "reason"), [
+    (0, "budget 0 is not a positive number of tokens"),
+    (110, "none of 103 candidates was packed"),
+])
+def test_the_demo_summary_says_why_a_context_holds_no_record(tmp_path, budget, reason):
+    # `rms-duck demo --budget 0` printed an empty context and "flags: BUDGET_ERROR" alone;
+    # the bundle's warning says why and what to pass.
+    import io
+
+    from rms_duck.cli.demo import run_demo
+
+    out = io.StringIO()
+    bundle = run_demo(str(tmp_path / "rms.duckdb"), budget=budget, out=out)
+    assert bundle.warnings
+    assert f"warning:   {bundle.warnings[0]}\n" in out.getvalue()
+    assert reason in bundle.warnings[0]

@@ -136,6 +136,8 @@ def summary(bundle: MemoryBundle, *, db: str, added: int, stored: int, question:
         f"of {len(bundle.included) + len(bundle.excluded)} ranked candidates "
         "(examples/demo_ranking.sql leaves archived nodes out)",
         f"flags:     {', '.join(bundle.flags) or 'none'}",
+        # Why the context holds no record (--budget 0, say): it showed the flag alone.
+        *(f"warning:   {warning}" for warning in bundle.warnings),
         f"stored:    receipt {bundle.receipt_id} in {db} "
         f"({stored} receipts; {added} sample nodes added this run)",
     ])
