@@ -874,3 +874,13 @@ def test_register_on_a_read_only_database_without_the_schema_says_so(tmp_path):
     plain.close()
     rms_duck.connect(path).close()  # set up once, writable: then read-only registers
     rms_duck.register(duckdb.connect(path, read_only=True)).close()
+
+
+def test_a_sql_candidate_field_spelt_close_to_a_required_one_is_named_with_its_rename(
+        shared_con):
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        shared_con.sql("SELECT pack_context([{'id': 'a', 'scroe': 0.5, 'contnet': 'x'}], "
+                       "500)").fetchall()
+    assert ("pack_context: the candidates lack the fields 'score' and 'content' (fields given: "
+            "'id', 'scroe', 'contnet'); every candidate needs id, score and content: rename "
+            "'scroe' to 'score' and 'contnet' to 'content'") in str(raised.value)

@@ -23,6 +23,7 @@ still meets DuckDB's own cast error, which names no field.
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import lru_cache
 
@@ -77,11 +78,16 @@ def check_candidate_type(type_text: str, fn: str) -> None:
         # The cast fills an absent field with NULL, so each row's error read "field 'score'
         # is required ..., got None (SQL NULL); filter out NULL scores": a NULL that no row
         # held, and a fix that did not apply (as in Python, columnar.check_columns).
+        others = {name.lower(): name for name in names if name.lower() not in _FIELDS}
+        typos = [f"{others[close[0]]!r} to {name!r}" for name in lacking
+                 if (close := difflib.get_close_matches(name, list(others), n=1, cutoff=0.6))]
+        fix = (f"rename {' and '.join(typos)}" if typos else
+               f"name them so, for example {fn}(list({{'id': node_id, 'score': similarity, "
+               "'content': body}), 4096)")
         raise CandidateError(
             f"{fn}: the candidates lack the {what} (fields given: "
             f"{', '.join(repr(name) for name in names) or 'none'}); every candidate needs id, "
-            f"score and content: name them so, for example {fn}(list({{'id': node_id, "
-            "'score': similarity, 'content': body}), 4096)")
+            f"score and content: {fix}")
     problem = _problem(type_text)
     if problem is not None:
         name, given, kind = problem
