@@ -13,6 +13,7 @@ pyarrow is imported inside the functions: the core stays importable without it.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -124,13 +125,25 @@ def check_columns(names: list[str], *, exact: Collection[str] = ()) -> None:
     keys = [(name, candidate_field(name)) for name in names
             if name in exact and candidate_field(name) in missing]
     renames = " and ".join(f"{name!r} to {field!r}" for name, field in keys)
+    others = {name.lower(): name for name in names
+              if candidate_field(name, exact=name in exact) is None and name not in exact}
+    typos, absent = [], []
+    for field in missing:
+        close = difflib.get_close_matches(field, list(others), n=1, cutoff=0.6)
+        if close:
+            typos.append(f"{others[close[0]]!r} to {field!r}")
+        else:
+            absent.append(repr(field))
     raise CandidateError(
         f"the candidate rows lack the {lacking} (columns given: {given or 'none'}); every "
         "candidate needs id, score and content: "
         + (f"a group key feeds a field only when named exactly, so rename {renames} (or "
            "group by a copy under another name); otherwise " if keys else "")
-        + "select them under those names, for example SELECT node_id AS id, similarity AS "
-        "score, body AS content")
+        + (f"rename {' and '.join(typos)}"
+           + (f", and select {' and '.join(absent)} too" if absent else "")
+           if typos and not keys else
+           "select them under those names, for example SELECT node_id AS id, similarity AS "
+           "score, body AS content"))
 
 
 def canonical_names(structs: Any) -> Any:

@@ -884,3 +884,18 @@ def test_a_sql_candidate_field_spelt_close_to_a_required_one_is_named_with_its_r
     assert ("pack_context: the candidates lack the fields 'score' and 'content' (fields given: "
             "'id', 'scroe', 'contnet'); every candidate needs id, score and content: rename "
             "'scroe' to 'score' and 'contnet' to 'content'") in str(raised.value)
+
+
+@pytest.mark.parametrize(("columns", "fix"), [
+    (["id", "scroe", "content"], "rename 'scroe' to 'score'"),
+    (["id", "Scroe", "text"], "rename 'Scroe' to 'score', and select 'content' too"),
+    (["id", "relevance", "body"], "select them under those names, for example SELECT node_id "
+                                  "AS id, similarity AS score, body AS content"),
+])
+def test_a_table_column_spelt_close_to_a_required_one_is_named_with_its_rename(
+        shared_con, columns, fix):
+    table = pa.table({name: [value] for name, value in zip(columns, ["a", 0.5, "x"],
+                                                            strict=True)})
+    with pytest.raises(CandidateError) as raised:
+        rms_duck.pack(shared_con, table, budget=500, store=False)
+    assert str(raised.value).endswith(f"every candidate needs id, score and content: {fix}")
