@@ -18,7 +18,7 @@ from .macros import install_temp_macros
 
 def check_connection(con: object, fn: str) -> None:
     """Refuse anything but a DuckDB connection (or cursor) as `con`, naming what to pass: a
-    path, None or a closed-over name failed deep inside with "cannot create weak reference
+    path or None failed deep inside with "cannot create weak reference
     to 'str' object" or "'str' object has no attribute 'cursor'"."""
     if isinstance(con, duckdb.DuckDBPyConnection):
         return
