@@ -392,6 +392,14 @@ def test_the_config_paragraph_says_when_an_encoding_name_is_checked():
     assert "`EncodingUnavailableError`" in paragraph
 
 
+def test_the_budget_section_says_what_a_budget_of_overhead_tokens_leaves():
+    # "A budget at or below overhead_tokens leaves a negative available": at it, 0 is left.
+    text = section(read(ROOT / "docs" / "packing.md"), "## Budget")
+    bundle = rms_duck.pack_candidates([{"id": "a", "score": 0.5, "content": "x"}], budget=100)
+    assert bundle.available == 0 and bundle.config.overhead_tokens == 100
+    assert "at or below `overhead_tokens` leaves an `available` of 0\nor less" in text
+
+
 def test_every_error_class_is_documented_with_its_bases():
     from rms_duck import errors
     table = section(read(ROOT / "docs" / "python-api.md"), "## Errors")
