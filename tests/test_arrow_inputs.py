@@ -435,8 +435,8 @@ def test_a_plain_duckdb_connection_is_named_with_register_as_the_fix(store):
     clear_line_cache()  # cold, as in a new notebook: the pack looks its lines up
     con = duckdb.connect()
     try:
-        with pytest.raises(ConfigError, match=r"con has no rms_duck schema: rms_line_costs "
-                           r"does not exist .* rms_duck\.register\(con\)"):
+        with pytest.raises(ConfigError, match=r"^rms_duck.pack: this connection is not set up "
+                           r"for rms_duck .* rms_duck\.register\(con\)"):
             rms_duck.pack(con, pd.DataFrame(ROWS), budget=400, store=store)
         assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]
         rms_duck.register(con)  # the fix works

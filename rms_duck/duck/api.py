@@ -120,18 +120,13 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
     validated = CheckedCandidates(to_candidates(rows))
     # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing; they
     # are checked, so a wrong one cannot change the bundle.
-    try:
-        bundle, counter, corrections = pack_checked(con, validated, budget=budget,
-                                                    config=config, store=store)
-    except duckdb.CatalogException as exc:
-        raise _unprepared(exc) from None
+    bundle, counter, corrections = pack_checked(con, validated, budget=budget,
+                                                config=config, store=store)
     if not store:
         return bundle
     try:
         stored = store_bundle(con, bundle, validated, namespace=namespace,
                               session_id=session_id, query=query)
-    except duckdb.CatalogException as exc:
-        raise _unprepared(exc) from None
     except duckdb.InvalidInputException as exc:
         if "read-only" not in str(exc):
             raise
@@ -141,18 +136,6 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
     if counter is not None:
         _persist_costs(con, counter, corrections, receipt_id=stored.receipt_id)
     return replace(bundle, receipt_id=stored.receipt_id)
-
-
-def _unprepared(exc: duckdb.CatalogException) -> Exception:
-    """A plain duckdb.connect() connection lacks the rms_* tables: DuckDB's "Table with name
-    rms_line_costs does not exist!" named no fix. Any other catalog error is DuckDB's."""
-    found = re.search(r"with name (rms_\w+) does not exist", str(exc))
-    if found is None:
-        return exc
-    return ConfigError(
-        f"con has no rms_duck schema: {found.group(1)} does not exist in its database (a "
-        "connection from duckdb.connect() rather than rms_duck.connect()); prepare it with "
-        "rms_duck.register(con), or open the database with rms_duck.connect(path)")
 
 
 def _persist_costs(con: duckdb.DuckDBPyConnection, counter: Any,
