@@ -592,3 +592,22 @@ def test_store_batches_by_a_column_it_lacks_names_the_key_columns(con):
                                       "or leave by out to use them all")
     with pytest.raises(ConfigError, match=r"\)\. Did you mean 'q'\? Pass the key column"):
         rms_duck.store_batches(con, packed, by="qq")
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    # namespace=5 failed in Arrow ("Expected bytes, got a 'int' object"), session_id=7 was
+    # sealed into the receipt as the JSON number 7, and by=5 raised "'int' object is not
+    # iterable"; rms_duck.pack refuses the first two by name.
+    ({"namespace": 5}, "namespace must be text (or None), got int 5; pass str(namespace)"),
+    ({"session_id": 7}, "session_id must be text (or None), got int 7; pass str(session_id)"),
+    ({"by": 5}, "by must name the key column(s) pack_batches grouped by, got 5; for example "
+                "by='q'"),
+])
+def test_store_batches_refuses_a_label_or_key_of_the_wrong_kind(con, option, message):
+    packed = rms_duck.pack_batches(pa.table({"q": [1], "id": ["a"], "score": [0.5],
+                                             "content": ["x"]}), by="q", budget=300,
+                                   inputs=True)
+    with pytest.raises(ConfigError) as raised:
+        rms_duck.store_batches(con, packed, **option)
+    assert str(raised.value).startswith(message)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
@@ -64,6 +64,19 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     if not isinstance(skip_stored, bool):
         raise ConfigError(f"skip_stored must be True or False, got {skip_stored!r}; pass "
                           "skip_stored=True to leave out bundles the store already holds")
+    # As rms_duck.pack refuses them: a number namespace failed in Arrow ("Expected bytes, got
+    # a 'int' object"), and a number session_id was sealed into the receipt as a JSON number.
+    for name, value in (("namespace", namespace), ("session_id", session_id)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{name} must be text (or None), got {type(value).__name__} "
+                              f"{value!r}; pass str({name})")
+    if by is not None and not isinstance(by, str) and isinstance(by, Iterable):
+        by = list(by)  # any iterable of names (a DataFrame's columns), read once
+    if by is not None and (isinstance(by, str) and not by or not isinstance(by, str) and (
+            not isinstance(by, list) or not all(isinstance(k, str) and k for k in by))):
+        raise ConfigError(f"by must name the key column(s) pack_batches grouped by, got {by!r}; "
+                          "for example by='q' or by=['session_id', 'turn'], or leave it out "
+                          "to use them all")
     data = as_table(table)
     missing = [name for name in _NEEDED if name not in data.column_names]
     if missing:
