@@ -283,7 +283,10 @@ def _query_params(params: Sequence[Any] | Mapping[str, Any] | None
     # DuckDB refuses such text with "Python Conversion Failure: cannot encode str as UTF-8",
     # naming no parameter (an MCP agent's JSON "\ud800" escape gives one).
     for key, value in (values.items() if isinstance(values, dict) else enumerate(values)):
-        found = first_surrogate(value)
+        try:
+            found = first_surrogate(value)
+        except RecursionError:  # DuckDB's client could not have bound it either
+            raise _too_deep(values) from None
         if found is not None:
             name = f"params[{key!r}]" if isinstance(values, dict) else f"params[{key}]"
             raise ConfigError(
@@ -372,10 +375,7 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
             try:
                 relation = cur.sql(sql, params=params or [])
             except RecursionError:  # DuckDB's client copies nested values recursively
-                raise ConfigError(
-                    f"params hold a value nested too deeply to bind ({_first_deep(params)}); "
-                    "pass flat values for the query's placeholders (a list or struct a few "
-                    "levels deep)") from None
+                raise _too_deep(params) from None
             for batch in relation.to_arrow_reader(_BATCH_ROWS):
                 rows.extend(intake(batch))  # checked a column at a time, as for tables
                 if max_rows is not None and len(rows) > max_rows:
@@ -409,6 +409,12 @@ def _run_read_only(con: duckdb.DuckDBPyConnection, sql: str,
     finally:
         if not on_connection and not kept:
             cur.close()
+
+
+def _too_deep(params: list[Any] | dict[str, Any] | None) -> ConfigError:
+    return ConfigError(f"params hold a value nested too deeply to bind ({_first_deep(params)}); "
+                       "pass flat values for the query's placeholders (a list or struct a few "
+                       "levels deep)")
 
 
 def _first_deep(params: list[Any] | dict[str, Any] | None) -> str:
