@@ -7,7 +7,6 @@ well behind DuckDB's "Python exception occurred while executing the UDF" prefix.
 from __future__ import annotations
 
 import decimal
-import difflib
 import json
 import math
 import numbers
@@ -21,7 +20,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any
 
-from .errors import CandidateError, did_you_mean
+from .errors import CandidateError, did_you_mean, renames_for
 from .records import CONDITION_STATES, Candidate, Epistemic, Lifecycle, NodeType, SourceType
 from .timefmt import as_utc
 from .unfrozen import new, unfrozen_twin
@@ -78,13 +77,7 @@ def _refuse_missing_keys(row: dict[Any, Any], index: int) -> None:
     who = f"candidate #{index}" + (f" (id {row['id']!r})" if "id" in row else "")
     # Dict keys match a field only as spelled (a SQL column's case does not matter there).
     others = {key.lower(): key for key in row if isinstance(key, str) and key not in _RANK}
-    typos, absent = [], []
-    for name in missing:
-        close = difflib.get_close_matches(name, list(others), n=1, cutoff=0.6)
-        if close:
-            typos.append(f"{others[close[0]]!r} to {name!r}")
-        else:
-            absent.append(repr(name))
+    typos, absent = renames_for(missing, others)
     fix = ("add them, for example {'id': 'n1', 'score': 0.9, 'content': '...'}" if not typos
            else f"rename {' and '.join(typos)}"
            + (f", and add {' and '.join(absent)}" if absent else ""))

@@ -13,7 +13,6 @@ pyarrow is imported inside the functions: the core stays importable without it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -30,7 +29,7 @@ from .candidates import (
     builder_env,
     finer_than_microseconds,
 )
-from .errors import CandidateError
+from .errors import CandidateError, renames_for
 from .records import CONDITION_STATES, Candidate
 from .timefmt import as_utc
 
@@ -127,13 +126,7 @@ def check_columns(names: list[str], *, exact: Collection[str] = ()) -> None:
     renames = " and ".join(f"{name!r} to {field!r}" for name, field in keys)
     others = {name.lower(): name for name in names
               if candidate_field(name, exact=name in exact) is None and name not in exact}
-    typos, absent = [], []
-    for field in missing:
-        close = difflib.get_close_matches(field, list(others), n=1, cutoff=0.6)
-        if close:
-            typos.append(f"{others[close[0]]!r} to {field!r}")
-        else:
-            absent.append(repr(field))
+    typos, absent = renames_for(missing, others)
     raise CandidateError(
         f"the candidate rows lack the {lacking} (columns given: {given or 'none'}); every "
         "candidate needs id, score and content: "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class RmsError(Exception):
@@ -73,6 +73,21 @@ def did_you_mean(value: object, choices: Iterable[str]) -> str:
     """Return ' Did you mean 'x'?' for the closest choice, or ''."""
     close = difflib.get_close_matches(str(value), list(choices), n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def renames_for(missing: Iterable[str],
+                others: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """For each missing field, "'scroe' to 'score'" when a given name is close to it (others
+    maps each lower-cased given name to the name as given), else the field quoted:
+    (renames, fields with no close name)."""
+    renames, absent = [], []
+    for name in missing:
+        close = difflib.get_close_matches(name, list(others), n=1, cutoff=0.6)
+        if close:
+            renames.append(f"{others[close[0]]!r} to {name!r}")
+        else:
+            absent.append(repr(name))
+    return renames, absent
 
 
 class MissingExtraError(RmsError, ImportError):

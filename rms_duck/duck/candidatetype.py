@@ -23,11 +23,10 @@ still meets DuckDB's own cast error, which names no field.
 
 from __future__ import annotations
 
-import difflib
 import re
 from functools import lru_cache
 
-from ..errors import CandidateError
+from ..errors import CandidateError, renames_for
 
 _INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
              "UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -79,8 +78,7 @@ def check_candidate_type(type_text: str, fn: str) -> None:
         # is required ..., got None (SQL NULL); filter out NULL scores": a NULL that no row
         # held, and a fix that did not apply (as in Python, columnar.check_columns).
         others = {name.lower(): name for name in names if name.lower() not in _FIELDS}
-        typos = [f"{others[close[0]]!r} to {name!r}" for name in lacking
-                 if (close := difflib.get_close_matches(name, list(others), n=1, cutoff=0.6))]
+        typos = renames_for(lacking, others)[0]
         fix = (f"rename {' and '.join(typos)}" if typos else
                f"name them so, for example {fn}(list({{'id': node_id, 'score': similarity, "
                "'content': body}), 4096)")
