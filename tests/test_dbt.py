@@ -19,17 +19,23 @@ pytest.importorskip("dbt.adapters.duckdb")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dbt"
 
 
-@pytest.mark.slow
-def test_dbt_run_packs_and_stores_bundles_with_receipts(tmp_path):
-    project = tmp_path / "project"
-    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("target", "logs", "*.duckdb*"))
-    db = tmp_path / "memory.duckdb"
+def _dbt_run(project: Path, db: Path) -> subprocess.CompletedProcess:
+    """`dbt run` of the project, storing into `db`; it must succeed."""
     dbt = Path(sys.executable).with_name("dbt")
     env = {**os.environ, "RMS_DUCK_DB": str(db), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     done = subprocess.run([str(dbt), "run", "--profiles-dir", str(project), "--project-dir",
                            str(project)], cwd=project, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.slow
+def test_dbt_run_packs_and_stores_bundles_with_receipts(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("target", "logs", "*.duckdb*"))
+    db = tmp_path / "memory.duckdb"
+    done = _dbt_run(project, db)
     assert "PASS=3" in done.stdout
     con = duckdb.connect(str(db), read_only=True)  # plain DuckDB: no rms_duck needed to audit
     try:
@@ -65,12 +71,7 @@ def test_the_plugin_config_registers_tokenizer_files_for_models(tmp_path):
     assert "'query': question}" in text
     model.write_text(text.replace("'query': question}", "'query': question, 'encoding': 't-dbt'}"))
     db = tmp_path / "memory.duckdb"
-    dbt = Path(sys.executable).with_name("dbt")
-    env = {**os.environ, "RMS_DUCK_DB": str(db), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
-    done = subprocess.run([str(dbt), "run", "--profiles-dir", str(project), "--project-dir",
-                           str(project)], cwd=project, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _dbt_run(project, db)
     con = duckdb.connect(str(db), read_only=True)
     try:
         encodings = con.execute("SELECT DISTINCT json_extract_string(receipt, '$.config.encoding') "
