@@ -275,3 +275,25 @@ def test_json_nested_past_pythons_limit_is_an_error_naming_the_line(tmp_path, ca
     assert "deep.jsonl line 1: nested too deeply to read" in capsys.readouterr().err
     assert main(["eval", str(path), "--cues", "[" * 100_000 + "]" * 100_000]) == 1
     assert "--cues must be a JSON object" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["pack", "--budget", "300", "--confg", "{}"], "; --confg: did you mean --config?"),
+    (["audit", "--db", "x.duckdb", "--replya"], "; --replya: did you mean --replay?"),
+    (["demo", "--fromat=compact"], "; --fromat: did you mean --format?"),
+    (["demo", "--foo"], ""),  # nothing close: argparse's own words only
+])
+def test_a_misspelt_option_is_named_with_the_one_meant(argv, hint, capsys, tmp_path,
+                                                      monkeypatch):
+    """Python 3.11's argparse said only "unrecognized arguments: --confg {}"."""
+    from rms_duck.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    given = " ".join(argv[argv.index(next(a for a in argv if a.startswith("--") and (
+        a.split("=")[0] in ("--confg", "--replya", "--fromat", "--foo")))):])
+    assert last == f"rms-duck {argv[0]}: error: unrecognized arguments: {given}{hint}"
+    assert list(tmp_path.iterdir()) == []  # nothing was created

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -28,9 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rms-duck", description=__doc__)
     parser.add_argument("--version", action="version", version=f"rms-duck {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    modules = {}
+    modules, subs = {}, {}
     for name, (module_name, help_text) in COMMANDS.items():
-        sub = commands.add_parser(name, help=help_text)
+        sub = subs[name] = commands.add_parser(name, help=help_text)
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -39,7 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue  # a command whose module is not part of this build
         module.add_arguments(sub)
         modules[name] = module
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        subs[args.command].error(_unrecognized(unknown, subs[args.command]))
     if args.command not in modules:
         parser.error(f"command {args.command!r} is not available in this build")
     try:
@@ -51,6 +54,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return _closed_pipe()
+
+
+def _unrecognized(unknown: list[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's "unrecognized arguments: --confg x", with the option meant when one is
+    close (`--confg` -> `--config`): Python 3.11's argparse suggests none."""
+    options = [o for action in parser._actions for o in action.option_strings]
+    hints = [f"{given.partition('=')[0]}: did you mean {close[0]}?" for given in unknown
+             if given.startswith("--") and (close := difflib.get_close_matches(
+                 given.partition("=")[0], options, n=1, cutoff=0.75))]
+    return f"unrecognized arguments: {' '.join(unknown)}" + "".join(f"; {h}" for h in hints)
 
 
 def _closed_pipe() -> int:
