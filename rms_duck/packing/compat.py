@@ -9,10 +9,11 @@ whole section in packing order, restating dates the layout had not priced).
 
 Receipt version 7 fixed four more. The section 7 ladder downgrades placed pins and tasks
 (to their lowest levels, or each to the level that adds the fewest tokens) before it drops
-a pin or falls to step 3; version 6 tried only each one's cheapest line. A record in a
-conflict pair never folds into another record. A counterpart below min_score still marks
-the conflict. And adjacent session packing gathers only the windows that fit, where
-version 6 dropped a record.
+a pin or falls to step 3, and when few pins and tasks overflow it searches every
+placement for the one keeping the highest-STR pins; version 6 tried only each one's
+cheapest line. A record in a conflict pair never folds into another record. A counterpart
+below min_score still marks the conflict. And adjacent session packing gathers only the
+windows that fit, where version 6 dropped a record.
 
 A receipt of an earlier version still replays to its exact bytes: repack() runs it inside
 packing_of(version), and new packs never do.

@@ -8,7 +8,7 @@ the hash seed nor the process changes the result.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from itertools import accumulate
 from numbers import Integral
@@ -20,6 +20,7 @@ from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError
 from ..metrics import bundle_metrics
 from ..records import (
+    LEVEL_ORDER,
     Candidate,
     ExcludedRecord,
     Flag,
@@ -296,6 +297,8 @@ def _pack_pins_and_tasks(sel: Selector, tier: list[Candidate]) -> bool:
     if not all(sel.outcomes[c.id].entry is not None for c in ordered):
         if not _downgrade_to_fit(sel, ordered):
             _degrade(sel, ordered)
+        if not version6() and not all(sel.outcomes[c.id].entry is not None for c in ordered):
+            _place_exactly(sel, ordered)
     for c in ordered:
         if sel.outcomes[c.id].entry is not None:
             sel.include_counterparts(c)
@@ -403,6 +406,128 @@ def _keep_more_by_downgrading(sel: Selector, ordered: list[Candidate], tasks: li
         if c not in best:
             sel.outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
     return True
+
+
+# The exact ladder searches every placement of the pins and tasks when it can try at most
+# this many layouts. Placements number the product over tasks of their levels and over pins
+# of their levels plus one (left out); the search tries each record of each at most once, so
+# placements times records bounds its trials: four pins or tasks at five levels each make
+# 1,296 placements and at most 5,184 trials (some 40 ms). It stops at the first placement
+# that keeps the most pins, so most searches try a few hundred.
+EXACT_LADDER_TRIALS = 6000
+
+
+def _place_exactly(sel: Selector, ordered: list[Candidate]) -> None:
+    """Section 7 exactly, when the ladder's rules of thumb left a pin or task out and the
+    pins and tasks are few: the best placement of all, by the RFC's preferences. Every
+    active task first (step 2 keeps them all), then the highest-STR pins (the kept pins
+    compared in STR order, the higher first), then, among placements keeping the same
+    records, the higher levels (compared in priority order). A placement is each kept record
+    put in, in priority order, at its level with the Selector's exact line costs and layout,
+    each fitting beside those before it. It replaces the heuristics' placement only when it
+    is better; when no placement keeps every task, step 3's stands. Never in a replay of a
+    receipt of version 6 or earlier (compat.py)."""
+    tasks = [c for c in ordered if c.is_active_task]
+    pins = sorted((c for c in ordered if not c.is_active_task),
+                  key=lambda c: (-c.score / max(sel.full_cost(c), 1), c.id))
+    outcomes = sel.outcomes
+    placed = {c: e for c in ordered if (e := outcomes[c.id].entry) is not None}
+    state = {c: (outcomes[c.id].reason, outcomes[c.id].tried) for c in ordered}
+    _clear_tier(sel, ordered)
+    ladders = {c: sel.levels(c, priority_one=True) for c in ordered}  # on an empty layout
+    size = 1
+    for c in ordered:
+        size *= len(ladders[c]) + (not c.is_active_task)
+    kept_tasks = all(c in placed for c in tasks)
+    best: dict[Candidate, Level] | None = None
+    searchable = size * len(ordered) <= EXACT_LADDER_TRIALS
+    if searchable and (kept_tasks or _first_fit(sel, tasks, ladders) is not None):
+        heuristic = (tuple(c in placed for c in pins),
+                     _level_key(ordered, ladders, {c: e.level for c, e in placed.items()}))
+        for mask in _masks(len(pins)):
+            if kept_tasks and mask < heuristic[0]:
+                break  # the heuristics' placement keeps these pins or higher-STR ones
+            _clear_tier(sel, ordered)
+            kept = set(tasks).union(p for p, keep in zip(pins, mask, strict=True) if keep)
+            best = _first_fit(sel, [c for c in ordered if c in kept], ladders)
+            if best is not None:
+                if kept_tasks and mask == heuristic[0] and (
+                        _level_key(ordered, ladders, best) >= heuristic[1]):
+                    best = None  # the same records, at levels no higher than the heuristics'
+                break
+    _clear_tier(sel, ordered)
+    if best is None:
+        # Too many placements to search, none keeping every task (step 3's stands), or none
+        # better than the heuristics': theirs is put back as it was.
+        _restore(sel, ordered, placed, state)
+        return
+    for c in ordered:
+        if c in best:
+            fits = sel.try_include(c, [best[c]])
+            assert fits, "a placement found to fit fits again"
+        else:
+            outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+
+
+def _clear_tier(sel: Selector, ordered: list[Candidate]) -> None:
+    """_restart() for the pins and tasks alone, which are all the layout holds while the
+    ladder runs (no counterpart is placed before it ends): no pass over the whole pool per
+    placement searched."""
+    for c in ordered:
+        outcome = sel.outcomes[c.id]
+        outcome.entry, outcome.reason, outcome.tried = None, None, ()
+    sel.layout.clear()
+    sel.fold_index.clear()
+
+
+def _level_key(ordered: list[Candidate], ladders: Mapping[Candidate, list[Level]],
+               levels: Mapping[Candidate, Level]) -> tuple[int, ...]:
+    """Each placed record's place in its ladder, in priority order (the smaller, the higher;
+    a level off its ladder after every other)."""
+    return tuple(ladders[c].index(levels[c]) if levels[c] in ladders[c] else len(LEVEL_ORDER)
+                 for c in ordered if c in levels)
+
+
+def _restore(sel: Selector, ordered: list[Candidate], placed: Mapping[Candidate, Entry],
+             state: Mapping[Candidate, tuple[Reason | None, tuple[Level, ...]]]) -> None:
+    """Put the heuristics' placement back as it was: its entries in their order, each
+    record's reason and the levels it tried."""
+    for c, entry in sorted(placed.items(), key=lambda item: item[1].order):
+        sel.layout.add(entry, sel.layout.delta(entry))
+        sel.outcomes[c.id].entry = entry
+        sel.fold_into(c)
+    for c in ordered:
+        sel.outcomes[c.id].reason, sel.outcomes[c.id].tried = state[c]
+
+
+def _masks(n: int) -> Iterator[tuple[bool, ...]]:
+    """Every keep/leave-out choice for n pins, the highest-STR pin's first: all kept first,
+    then as a binary number counting down (the first pin is the highest bit)."""
+    for number in range((1 << n) - 1, -1, -1):
+        yield tuple(bool(number >> (n - 1 - i) & 1) for i in range(n))
+
+
+def _first_fit(sel: Selector, records: list[Candidate],
+               ladders: Mapping[Candidate, list[Level]]) -> dict[Candidate, Level] | None:
+    """The first placement of `records` (in this order, each at one of its levels, the
+    highest first) that fits, by depth-first search on the live layout; None when none
+    does."""
+    chosen: dict[Candidate, Level] = {}
+
+    def place(i: int) -> bool:
+        if i == len(records):
+            return True
+        c = records[i]
+        for level in ladders[c]:
+            if sel.try_include(c, [level]):
+                chosen[c] = level
+                if place(i + 1):
+                    return True
+                del chosen[c]
+                sel.unplace(c)
+        return False
+
+    return chosen if place(0) else None
 
 
 def _cheapest_line(sel: Selector, c: Candidate) -> Level | None:
