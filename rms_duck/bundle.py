@@ -10,7 +10,7 @@ from typing import Any
 
 from .config import PackingConfig
 from .errors import ContextRefError, did_you_mean
-from .receipts import join_fragments, receipt_body, receipt_fragments
+from .receipts import has_content, join_fragments, receipt_body, receipt_fragments
 from .records import Candidate, Decision, ExcludedRecord, IncludedRecord
 from .sha import sha256_text
 
@@ -41,6 +41,9 @@ class MemoryBundle:
     receipt_id: str | None = field(default=None)
     # Why the context is empty, when it is (see the NO_CANDIDATES and NOTHING_FIT flags).
     warnings: tuple[str, ...] = field(default=())
+    # The receipt's candidates carry has_content (receipt version 7 on); False in a replay
+    # of a receipt of version 6 or earlier, whose candidate rows it writes again.
+    with_has_content: bool = field(default=True, repr=False, compare=False)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # Decisions, the receipt body and its text derive from the frozen trace on first use,
@@ -55,7 +58,8 @@ class MemoryBundle:
                          tier=tier, order_key=order_key, tried=tried, chosen=chosen,
                          tokens=tokens, decision="excluded" if chosen is None else "included",
                          reason=reason, position=position, source_type=c.source_type.value,
-                         epistemic=c.epistemic_type.value)
+                         epistemic=c.epistemic_type.value,
+                         has_content=has_content(c, chosen) if self.with_has_content else None)
                 for c, tier, order_key, tried, chosen, tokens, reason, position in self.trace)
         return got
 
@@ -82,7 +86,8 @@ class MemoryBundle:
                 budget=self.context_budget, available=self.available,
                 tokens_used=self.tokens_used, context_sha256=self.context_sha256,
                 flags=self.flags, conflicts=self.conflicts, metrics=self.metrics,
-                trace=self.trace, guidance_shown=self.guidance_shown)
+                trace=self.trace, guidance_shown=self.guidance_shown,
+                with_has_content=self.with_has_content)
         return got
 
     @property

@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import PackingConfig
 from .escape import canonical_json, harden, json_string
-from .records import Candidate, Decision
+from .records import TEXT_LEVELS, Candidate, Decision
 from .sha import sha256_text
 
 # 2: candidates carry source_type and epistemic, and reader and compact contexts use the
@@ -30,17 +30,19 @@ from .sha import sha256_text
 # and metadata headings, a shorter header; compact without a namespace column, with a speaker
 # one. 7: the section 7 ladder downgrades placed pins and tasks before it drops a pin, a
 # record in a conflict pair never folds, a counterpart below min_score marks the conflict,
-# adjacent windows gather only where they fit, and a reader speaker with a modifier letter
-# that looks like ':' or '"' is quoted. Older receipts replay with the frozen formats and
-# packing of their version (formats/legacy.py, packing/compat.py).
+# adjacent windows gather only where they fit, a reader speaker with a modifier letter
+# that looks like ':' or '"' is quoted, and candidates carry has_content. Older receipts
+# replay with the frozen formats and packing of their version (formats/legacy.py,
+# packing/compat.py), and their candidates without has_content.
 RECEIPT_VERSION = 7
 
 # Every key of a stored receipt (receipt_version 7). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
     "receipt_version": "format version of the receipt (7; 6 before the section 7 ladder "
-                       "downgraded placed pins and tasks before dropping a pin, and before "
-                       "records in a conflict pair stopped folding, "
+                       "downgraded placed pins and tasks before dropping a pin, before "
+                       "records in a conflict pair stopped folding, and before candidates "
+                       "carried has_content, "
                        "5 before the reader's record "
                        "lines lost their leading '- ' and its section and metadata lines "
                        "became '#' headings and compact traded its namespace column for a "
@@ -90,7 +92,18 @@ CANDIDATE_FIELDS: dict[str, str] = {
     "position": "0-based line order in the context, or null",
     "source_type": "the node's stored source_type (user_stated, tool_output, ...)",
     "epistemic": "the node's epistemic status (asserted, inferred, ...)",
+    "has_content": "whether the record is packed showing memory text: non-blank content at "
+                   "full, prose or structured (receipt_version 7 on; false when excluded)",
 }
+# The representations whose line shows the stored memory text (records.TEXT_LEVELS): a
+# packed record's has_content is its chosen level among these and its content not blank.
+TEXT_LEVEL_NAMES = frozenset(level.value for level in TEXT_LEVELS)
+
+
+def has_content(c: Candidate, chosen: str | None) -> bool:
+    """A receipt candidate's has_content: packed at a text level with non-blank content
+    (packing/represent.py has_memory_text, by the level's name)."""
+    return chosen in TEXT_LEVEL_NAMES and c.has_text
 
 
 def candidate_to_dict(c: Candidate) -> dict[str, Any]:
@@ -117,13 +130,16 @@ def candidate_to_dict(c: Candidate) -> dict[str, Any]:
 
 def decision_to_dict(d: Decision) -> dict[str, Any]:
     key = d.order_key
-    return {
+    out = {
         "id": d.id, "score": d.score, "content_sha256": d.content_sha256, "tier": d.tier,
         "order_key": "head" if key is not None and math.isinf(key) else key,
         "tried": list(d.tried), "chosen": d.chosen, "tokens": d.tokens,
         "decision": d.decision, "reason": d.reason, "position": d.position,
         "source_type": d.source_type, "epistemic": d.epistemic,
     }
+    if d.has_content is not None:  # None: a replayed receipt of version 6 or earlier
+        out["has_content"] = d.has_content
+    return out
 
 
 def receipt_body(*, config: PackingConfig, encoding_sha256: str, budget: int, available: int,
@@ -163,18 +179,19 @@ def receipt_fragments(*, config: PackingConfig, encoding_sha256: str, budget: in
                       available: int, tokens_used: int, context_sha256: str,
                       flags: Sequence[str], conflicts: Sequence[Sequence[str]],
                       metrics: Mapping[str, float | None], trace: Sequence[tuple],
-                      guidance_shown: bool) -> dict[str, str]:
+                      guidance_shown: bool, with_has_content: bool = True) -> dict[str, str]:
     """The receipt body as {key: canonical JSON of its value}. Joined (join_fragments) it is
     canonical_json(receipt_body(...)) byte for byte, but the candidate rows are written
     straight from the frozen trace, in one pass, and storage adds the chain fields without
-    serialising the candidates again."""
+    serialising the candidates again. Without has_content (with_has_content False) the
+    candidate rows are those of receipt version 6 and earlier, for their replay."""
     body = _scalar_fields(config=config, encoding_sha256=encoding_sha256, budget=budget,
                           available=available, tokens_used=tokens_used,
                           context_sha256=context_sha256, flags=flags, conflicts=conflicts,
                           metrics=metrics, guidance_shown=guidance_shown)
     out = {key: canonical_json(value) for key, value in body.items()}
     out["config"] = _config_json(config)
-    out["candidates"] = candidates_json(trace)
+    out["candidates"] = candidates_json(trace, with_has_content)
     return out
 
 
@@ -193,17 +210,23 @@ def _config_json(config: PackingConfig) -> str:
 _CONFIG_TEXTS: dict[int, tuple[PackingConfig, str]] = {}
 
 
-def candidates_json(trace: Sequence[tuple]) -> str:
+def candidates_json(trace: Sequence[tuple], with_has_content: bool = True) -> str:
     """canonical_json([decision_to_dict(d) for d in decisions]) written out directly: keys
     in sorted order, strings through json's own escaper, numbers as json prints them (a
-    score is a finite float; an order_key a float, None or the head)."""
+    score is a finite float; an order_key a float, None or the head). Without has_content
+    (with_has_content False), the rows of receipt version 6 and earlier."""
     rows = []
-    remembered = _DECISION_TEXTS
+    remembered = _DECISION_TEXTS if with_has_content else _DECISION_TEXTS_V6
+    # The has_content member as written for an excluded row, for a packed one without
+    # memory text and for one with it; nothing at all in a version 6 row.
+    absent, blank, shown = _HAS_CONTENT if with_has_content else ("", "", "")
+    text_levels = TEXT_LEVEL_NAMES
     for c, tier, key, tried, chosen, tokens, reason, position in trace:
         score = c.score
         # The row's text, remembered by everything it shows (keep this key in step with
         # _ROW's fields) plus the types of the two floats (1 == 1.0 prints apart); a zero
-        # (-0.0 == 0.0 prints apart) is never remembered.
+        # (-0.0 == 0.0 prints apart) is never remembered. has_content follows from chosen
+        # and content, and each kind of row has its own memo.
         memo = (c.id, c.content, score, type(score), c.epistemic_type, c.source_type, tier,
                 key, type(key), tried, chosen, tokens, reason, position)
         if score and key != 0:
@@ -214,6 +237,9 @@ def candidates_json(trace: Sequence[tuple]) -> str:
         text = (_ROW % (
             "null" if chosen is None else f'"{chosen}"', _content_sha256(c.content),
             "excluded" if chosen is None else "included", c.epistemic_type.value,
+            # has_content(c, chosen), spelled out: an excluded row (most) reads no text.
+            absent if chosen is None else shown if chosen in text_levels and c.has_text
+            else blank,
             json_string(c.id),
             "null" if key is None else '"head"' if math.isinf(key) else _number(key),
             "null" if position is None else int(position),
@@ -227,6 +253,8 @@ def candidates_json(trace: Sequence[tuple]) -> str:
 
 
 _DECISION_TEXTS: dict[tuple, str] = {}
+_DECISION_TEXTS_V6: dict[tuple, str] = {}  # rows without has_content (replays)
+_HAS_CONTENT = ('"has_content":false,', '"has_content":false,', '"has_content":true,')
 
 
 def _remember(memo: dict, key: object, value: str, limit: int) -> None:
@@ -250,7 +278,8 @@ def _content_sha256(text: str) -> str:
 _DIGESTS: dict[str, str] = {}
 _DIGESTS_LIMIT = 65_536
 
-_ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s","id":%s,'
+# The fifth %s is the whole has_content member with its comma, or nothing (version 6).
+_ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s",%s"id":%s,'
         '"order_key":%s,"position":%s,"reason":%s,"score":%s,"source_type":"%s","tier":%s,'
         '"tokens":%d,"tried":%s}')
 

@@ -220,3 +220,5 @@ class Decision:
     position: int | None = field(default=None)
     source_type: str | None = field(default=None)
     epistemic: str | None = field(default=None)
+    # Receipt version 7 on (None in a replay of version 6 or earlier, whose rows lack it).
+    has_content: bool | None = field(default=None)

@@ -31,6 +31,7 @@ import pytest
 
 import rms_duck
 from rms_duck.audit.summary import summarise
+from rms_duck.escape import canonical_json
 from rms_duck.formats import LEGACY_FORMATS
 from rms_duck.receipts import RECEIPT_VERSION
 from tests.conftest import independent_count
@@ -441,3 +442,29 @@ def test_version_6_receipts_replay_their_ladder_folding_and_speakers(con):
                                                    result.bundle.included_ids), body["budget"]
         assert now.tokens_used <= body["budget"] and result.bundle.tokens_used <= body["budget"]
     assert "BUDGET_OVERFLOW" in results[0].bundle.flags  # version 6 dropped the pins
+
+
+@pytest.mark.parametrize("data, count", [(V2_DATES, 4), (V3_CONFLICTS, 10), (V5_READER, 7),
+                                         (V6_LADDER, 8)],
+                         ids=["v2", "v3", "v5", "v6"])
+def test_replays_write_the_recorded_candidate_rows_without_has_content(con, data, count):
+    """Version 7 candidates carry has_content; a replay of an older receipt writes its rows
+    again byte for byte, without the key, while a new pack of the same inputs has it."""
+    ids = load_old(con, data)
+    assert len(ids) == count
+    for rid in ids:
+        [(receipt, inputs)] = con.execute(
+            "SELECT r.receipt, b.inputs FROM rms_receipts r JOIN rms_bundles b "
+            "USING (bundle_id) WHERE CAST(r.receipt_id AS VARCHAR) = ?", [rid]).fetchall()
+        body = json.loads(receipt)
+        result = rms_duck.replay(con, rid)
+        rows = result.bundle.receipt_fragments["candidates"]
+        assert rows == canonical_json(body["candidates"]), rid
+        assert "has_content" not in rows
+        assert all(d.has_content is None for d in result.bundle.decisions)
+        now = rms_duck.pack_candidates(json.loads(inputs), budget=body["budget"],
+                                       config=body["config"])
+        candidates = json.loads(now.receipt)["candidates"]
+        assert all(isinstance(c["has_content"], bool) for c in candidates)
+        assert [c["has_content"] for c in candidates] == [
+            d.decision == "included" and d.has_content for d in now.decisions]

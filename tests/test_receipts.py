@@ -16,7 +16,9 @@ import pytest
 
 import rms_duck
 from rms_duck.escape import canonical_json
+from rms_duck.packing.represent import has_memory_text
 from rms_duck.receipts import CANDIDATE_FIELDS, RECEIPT_FIELDS, RECEIPT_VERSION, seal_receipt
+from rms_duck.records import Level
 
 
 def note(i: int, *, namespace: str | None = None, score: float = 0.5) -> pa.Table:
@@ -294,3 +296,38 @@ def test_verify_reports_a_database_without_the_schema_and_writes_nothing():
     assert {"rms_receipts", "rms_bundles"} <= missing
     assert "rms_duck.connect(path)" in str(problems[0])
     assert bare.execute("SELECT count(*) FROM duckdb_tables()").fetchone() == (0,)
+
+
+HAS_CONTENT_ROWS = [
+    {"id": "pin", "score": 0.9, "pinned": True, "prose": "Metric units, always.",
+     "content": "Use metric units in every answer, including distances and weights. " * 3},
+    {"id": "blank", "score": 0.8, "pinned": True, "content": "   "},
+    {"id": "fact", "score": 0.7, "type": "fact", "content": "Maya lives in Toronto."},
+    {"id": "note", "score": 0.2, "content": "The storage budget report is due Friday. " * 4},
+]
+
+
+@pytest.mark.parametrize("context_format", ["auditable", "compact", "reader"])
+def test_candidates_carry_has_content_by_the_memory_text_rule(context_format):
+    """has_content (RFC extension, R75): packed at FULL, PROSE or STRUCTURED with non-blank
+    content; a pointer, a blank record and an excluded one have none."""
+    seen: dict[tuple[str | None, bool], set[bool]] = {}
+    for budget in range(20, 400, 7):
+        bundle = rms_duck.pack_candidates(HAS_CONTENT_ROWS, budget=budget, config={
+            "context_format": context_format, "overhead_tokens": 0})
+        body = json.loads(bundle.receipt)
+        assert canonical_json(bundle.receipt_body) == bundle.receipt  # both paths agree
+        content = {r["id"]: r["content"] for r in HAS_CONTENT_ROWS}
+        for row in body["candidates"]:
+            blank = not content[row["id"]].strip()
+            expected = row["chosen"] is not None and has_memory_text(
+                next(c for c, *_ in bundle.trace if c.id == row["id"]), Level(row["chosen"]))
+            assert row["has_content"] is expected, (budget, row)
+            assert expected == (row["chosen"] in ("full", "prose", "structured") and not blank)
+            seen.setdefault((row["chosen"], blank), set()).add(row["has_content"])
+    assert seen[(None, False)] == {False}  # excluded
+    assert seen[("full", False)] == {True}
+    if context_format != "reader":  # the reader shows text only, and no blank record
+        assert seen[("full", True)] == {False}
+        assert seen[("reference", False)] == {False}
+    assert ("prose", False) in seen or ("structured", False) in seen

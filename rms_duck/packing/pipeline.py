@@ -638,7 +638,8 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
         encoding_sha256=encoding_source(config.encoding).sha256,
         guidance_shown=assembly.guidance is not None,
         trace=trace,
-        warnings=empty_context_warnings(flags, excluded, budget, available, config))
+        warnings=empty_context_warnings(flags, excluded, budget, available, config),
+        with_has_content=not version6())
 
 
 def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> ExcludedRecord:

@@ -8,7 +8,7 @@ pointers. No representation is ever a slice of the text.
 
 from __future__ import annotations
 
-from ..records import Candidate, Level
+from ..records import TEXT_LEVELS, Candidate, Level
 from ..timefmt import iso
 
 
@@ -36,5 +36,6 @@ def representation_text(c: Candidate, level: Level) -> str | None:
 
 
 def has_memory_text(c: Candidate, level: Level) -> bool:
-    """Whether a record packed at `level` shows stored memory text (receipts' has_content)."""
-    return c.has_text and level in (Level.FULL, Level.PROSE, Level.STRUCTURED)
+    """Whether a record packed at `level` shows stored memory text (receipts' has_content,
+    receipts.has_content, by the level's name)."""
+    return c.has_text and level in TEXT_LEVELS
