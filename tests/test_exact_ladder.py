@@ -11,6 +11,7 @@ line costs and layout, checks it: all active tasks first, then the highest-STR p
 from __future__ import annotations
 
 import itertools
+import json
 
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
@@ -156,6 +157,9 @@ def test_the_reviews_reproduction_keeps_two_pins_beside_the_task():
     assert {r.id: r.reason.value for r in bundle.excluded} == {"x1": "BUDGET_OVERFLOW"}
     assert bundle.flags == ("BUDGET_OVERFLOW",)
     assert bundle.tokens_used <= 172
+    tried = {c["id"]: c["tried"] for c in json.loads(bundle.receipt)["candidates"]}
+    assert tried == {"x0": ["full", "structured", "key_value", "reference"], "x1": [],
+                     "x2": ["full"], "x3": ["full", "structured", "key_value", "reference"]}
     assert _best_kept(REPRODUCTION, 172, "compact") == (True, (True, True, False),
                                                           ["x2", "x3", "x1"])
     # x1 alone beside the task and x2 fits too: one pin more than the ladder kept.

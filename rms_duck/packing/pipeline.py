@@ -463,8 +463,12 @@ def _place_exactly(sel: Selector, ordered: list[Candidate]) -> None:
         return
     for c in ordered:
         if c in best:
+            ladder = ladders[c]
             fits = sel.try_include(c, [best[c]])
             assert fits, "a placement found to fit fits again"
+            # The receipt's tried: its levels from the highest down to the one placed, each
+            # higher one tried in the search and given up for the records kept.
+            outcomes[c.id].tried = tuple(ladder[: ladder.index(best[c]) + 1])
         else:
             outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
 
