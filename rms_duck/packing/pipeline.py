@@ -427,6 +427,11 @@ def _place_exactly(sel: Selector, ordered: list[Candidate]) -> None:
     each fitting beside those before it. It replaces the heuristics' placement only when it
     is better; when no placement keeps every task, step 3's stands. Never in a replay of a
     receipt of version 6 or earlier (compat.py)."""
+    # An empty layout lists each record's levels at least as long as the present one (only
+    # budget_fraction reads the layout, and starts lower with less room left): too many
+    # placements now is too many there, and the placement stays untouched.
+    if not _searchable(sel, ordered):
+        return
     tasks = [c for c in ordered if c.is_active_task]
     pins = sorted((c for c in ordered if not c.is_active_task),
                   key=lambda c: (-c.score / max(sel.full_cost(c), 1), c.id))
@@ -435,13 +440,10 @@ def _place_exactly(sel: Selector, ordered: list[Candidate]) -> None:
     state = {c: (outcomes[c.id].reason, outcomes[c.id].tried) for c in ordered}
     _clear_tier(sel, ordered)
     ladders = {c: sel.levels(c, priority_one=True) for c in ordered}  # on an empty layout
-    size = 1
-    for c in ordered:
-        size *= len(ladders[c]) + (not c.is_active_task)
     kept_tasks = all(c in placed for c in tasks)
     best: dict[Candidate, Level] | None = None
-    searchable = size * len(ordered) <= EXACT_LADDER_TRIALS
-    if searchable and (kept_tasks or _first_fit(sel, tasks, ladders) is not None):
+    if _searchable(sel, ordered, ladders) and (
+            kept_tasks or _first_fit(sel, tasks, ladders) is not None):
         heuristic = (tuple(c in placed for c in pins),
                      _level_key(ordered, ladders, {c: e.level for c, e in placed.items()}))
         for mask in _masks(len(pins)):
@@ -471,6 +473,19 @@ def _place_exactly(sel: Selector, ordered: list[Candidate]) -> None:
             outcomes[c.id].tried = tuple(ladder[: ladder.index(best[c]) + 1])
         else:
             outcomes[c.id].reason = Reason.BUDGET_OVERFLOW
+
+
+def _searchable(sel: Selector, ordered: list[Candidate],
+                ladders: Mapping[Candidate, list[Level]] | None = None) -> bool:
+    """Whether searching every placement tries at most EXACT_LADDER_TRIALS layouts."""
+    limit = EXACT_LADDER_TRIALS // max(len(ordered), 1)
+    size = 1
+    for c in ordered:
+        levels = sel.levels(c, priority_one=True) if ladders is None else ladders[c]
+        size *= len(levels) + (not c.is_active_task)  # a pin may also be left out
+        if size > limit:
+            return False  # many pins and tasks stop here, after a few
+    return True
 
 
 def _clear_tier(sel: Selector, ordered: list[Candidate]) -> None:
