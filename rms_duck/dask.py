@@ -102,12 +102,13 @@ _UNKNOWN = "__UNKNOWN_CATEGORIES__"
 def _registered_format(config: PackingConfig) -> Any:
     """The format object of a context_format registered in this process with
     register_format(), which travels to the workers with the task; None for a built-in
-    one, which every process has."""
+    one, which every process has, and for a frozen one of LEGACY_FORMATS ('reader@5'),
+    which only FORMATS' lookup missed (every worker has the built-in ones too)."""
     from .formats import FORMATS
     from .formats.base import _BUILTIN
 
-    fmt = FORMATS[config.context_format]
-    return None if type(fmt) in _BUILTIN else fmt
+    fmt = FORMATS.get(config.context_format)
+    return None if fmt is None or type(fmt) in _BUILTIN else fmt
 
 
 def _encoding_registrations() -> dict[str, Any] | None:

@@ -397,3 +397,20 @@ def test_the_dask_bench_checks_bytes_and_reports_ratios():
     assert figures["identical"] and figures["store"]["verified"]
     assert figures["speedup_2_vs_1"] > 0 and figures["duckdb_vs_dask2"] > 0
     assert "2 workers vs 1" in daskbench.render(figures)
+
+
+def test_a_frozen_format_packs_as_pack_batches_packs_it():
+    """A context_format that only LEGACY_FORMATS holds ('reader@5', which pack_batches()
+    takes) failed at once with a bare KeyError: the lookup of a format registered in this
+    process read FORMATS alone."""
+    import dask
+
+    frame = pd.DataFrame({"q": [1, 1, 2], "id": list("abc"), "score": [0.9, 0.4, 0.7],
+                          "content": ["w", "x", "y"]})
+    config = {"context_format": "reader@5"}
+    expected = rms_duck.pack_batches(frame, by="q", budget=300, config=config)
+    assert expected.column("context")[0].as_py().startswith('Records ("- " lines)')
+    lazy = pack_groups(dd.from_pandas(frame, npartitions=2), by="q", budget=300, config=config)
+    with dask.config.set(scheduler="sync"):  # the partition code, in this process
+        result = lazy.compute()
+    assert pa_table(result).equals(expected)
