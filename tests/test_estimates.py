@@ -121,3 +121,12 @@ def test_an_unknown_encoding_is_refused_as_in_sql(con):
         assert estimate_tokens("Hello world", encoding=name) >= 1
     set_chars_per_token("my-tokenizer-est-test", {"latin": 3.0})  # a name given ratios
     assert estimate_tokens("Hello world", encoding="my-tokenizer-est-test") >= 1
+
+
+@pytest.mark.parametrize("name", [["o200k_base"], {"o200k_base": 1}, 5])
+def test_an_encoding_that_is_no_name_is_refused_by_field(name):
+    # The name check that refuses 5 ran after a membership test of the ratio tables, where
+    # a list or dict raised a bare "TypeError: unhashable type".
+    with pytest.raises(ConfigError, match=r"^estimate_tokens encoding must name an encoding, "
+                                          rf"got {re.escape(repr(name))}\. Known encodings: "):
+        estimate_tokens("Hello world", encoding=name)

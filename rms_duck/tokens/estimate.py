@@ -90,7 +90,8 @@ def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | No
         ratio = _check_ratio("chars_per_token", chars_per_token)
         return math.ceil(len(text) / ratio)
     name = encoding or DEFAULT_ENCODING
-    if name not in CHARS_PER_TOKEN and name not in _BY_ENCODING and name not in _SAME_AS:
+    if not isinstance(name, str) or (name not in CHARS_PER_TOKEN and name not in _BY_ENCODING
+                                     and name not in _SAME_AS):
         _check_encoding_name(name)
     ratios = chars_per_token_for(name)
     for script, value in (chars_per_token or {}).items():
