@@ -446,6 +446,22 @@ def test_params_beside_a_table_are_refused_not_ignored(shared_con):
     assert count_stored(shared_con) == (0, 0)
 
 
+@pytest.mark.parametrize("kind", ["lone surrogate", "nested too deeply"])
+def test_params_beside_a_table_are_refused_before_their_values_are_read(shared_con, kind):
+    # The lone-surrogate and depth scan of params ran first: a table packed with
+    # params=['\ud800'] was told to fix the text of a value it would never bind.
+    value: object = "\ud800"
+    if kind == "nested too deeply":
+        value = []
+        for _ in range(5000):
+            value = [value]
+    with pytest.raises(ConfigError, match=r"^params fill a ranking query's placeholders, but "
+                                          r"candidates is a Table, not a query, so they would "
+                                          r"be ignored; leave params out"):
+        rms_duck.pack(shared_con, pa.Table.from_pylist([GOOD]), params=[value], budget=500)
+    assert count_stored(shared_con) == (0, 0)
+
+
 @pytest.mark.parametrize(("option", "fix"), [
     # max_rows=1 beside a table of three rows packed all three, without a word.
     ({"max_rows": 1}, "leave max_rows out (to pack fewer rows, slice the table first)"),

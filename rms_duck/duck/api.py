@@ -64,12 +64,14 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     check_flag("store", store, "pass store=False to pack without storing")
     config = parse_config(config)
     _check_limits(timeout, max_rows)
-    values = _query_params(params)
     if params is not None and not isinstance(candidates, str):
+        # Before _query_params reads the values: its lone-surrogate and depth scan told a
+        # table's caller to fix a value that would never be bound.
         raise ConfigError(
             "params fill a ranking query's placeholders, but candidates is a "
             f"{type(candidates).__name__}, not a query, so they would be ignored; leave "
             "params out, or pass the ranking query text as candidates")
+    values = _query_params(params)
     if not isinstance(candidates, str):
         # max_rows=1 beside a table of 3 rows packed all 3: these limit a query only.
         for name, value, default in (("max_rows", max_rows, None), ("timeout", timeout, None),
