@@ -580,6 +580,19 @@ def test_output_schema_takes_a_field_a_list_or_a_schema_as_pack_batches_returns_
         assert output_schema(given) == returned
 
 
+def test_output_schema_keeps_the_key_fields_of_a_generator():
+    # The check for names read the generator to its end, so the key fields were left out
+    # without a word: output_schema(schema.field(k) for k in keys) gave the bundle columns
+    # alone, where list(key_fields) had kept them.
+    from rms_duck.packing.batches import output_schema
+
+    table = pa.table({"q": [1], "r": ["x"], "id": ["a"], "score": [0.5], "content": ["x"]})
+    returned = rms_duck.pack_batches(table, by=["q", "r"], budget=300).schema
+    assert output_schema(table.schema.field(k) for k in ("q", "r")) == returned
+    assert output_schema(iter([table.schema.field("q"), table.schema.field("r")]),
+                         inputs=True).names[:2] == ["q", "r"]
+
+
 def test_store_batches_by_a_column_it_lacks_names_the_key_columns(con):
     # "by names column 'query', which the table lacks (columns: ...)" listed every bundle
     # column too, with no word on which to pass.

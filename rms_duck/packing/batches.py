@@ -107,8 +107,10 @@ def output_schema(key_fields: Sequence[pa.Field], *, inputs: bool = False) -> pa
     before any data, such as Spark's applyInArrow)."""
     import pyarrow as pa
 
-    given = [key_fields] if isinstance(key_fields, pa.Field) else key_fields
-    wrong = ([given] if isinstance(given, (str, bytes)) or not isinstance(given, Iterable)
+    given: Any = [key_fields] if isinstance(key_fields, pa.Field) else key_fields
+    if isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
+        given = list(given)  # read once: a generator checked below would be empty after
+    wrong = ([given] if not isinstance(given, list)
              else [field for field in given if not isinstance(field, pa.Field)])
     if wrong:
         # A column name failed in pyarrow: "Cannot convert str to pyarrow.lib.Field".
