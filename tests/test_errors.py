@@ -762,6 +762,13 @@ def test_a_plain_duckdb_connection_is_told_to_register(tmp_path):
         rms_duck.refresh_index(plain)
     with pytest.raises(ConfigError, match=r"^rms_duck.replay: this connection is not set up"):
         rms_duck.replay(plain, "00000000-0000-4000-8000-000000000001")
+    # It took check_connection beside the others, but not their catalog-error rewrite:
+    # "Catalog Error: Table with name rms_lexical_config does not exist!".
+    from rms_duck.duck.ranking import set_index_language
+    with pytest.raises(ConfigError, match=r"^rms_duck.duck.ranking.set_index_language: this "
+                                          r"connection is not set up for rms_duck \(its "
+                                          r"database has no"):
+        set_index_language(plain, "english")
     assert plain.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == [(0,)]
     rms_duck.register(plain)
     assert rms_duck.pack(plain, table, budget=300).receipt_id is not None

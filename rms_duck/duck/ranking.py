@@ -252,6 +252,7 @@ def _refuse_read_only(exc: BaseException, what: str) -> None:
             f"rms_duck.connect(path) to do so{ranking}") from None
 
 
+@explains_setup("rms_duck.duck.ranking.set_index_language")
 def set_index_language(con: Any, language: str, *,
                        stopwords: list[str] | None = None) -> IndexRefresh:
     """Index in another language: its Snowball stemmer and its stop words, then rebuild.
