@@ -40,9 +40,12 @@ RECEIPT_VERSION = 7
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
     "receipt_version": "format version of the receipt (7; 6 before the section 7 ladder "
-                       "downgraded placed pins and tasks before dropping a pin, before "
-                       "records in a conflict pair stopped folding, and before candidates "
-                       "carried has_content, "
+                       "downgraded placed pins and tasks before dropping a pin, records in "
+                       "a conflict pair stopped folding, a counterpart below min_score "
+                       "marked its conflict, adjacent session windows were gathered only "
+                       "where they fit, a reader speaker with a modifier letter that "
+                       "looks like ':' or '\"' was quoted, and candidates carried "
+                       "has_content, "
                        "5 before the reader's record "
                        "lines lost their leading '- ' and its section and metadata lines "
                        "became '#' headings and compact traded its namespace column for a "

@@ -118,6 +118,18 @@ def test_docs_document_every_receipt_field_and_the_version():
     assert "receipt_version" in section
 
 
+def test_the_receipt_version_field_names_every_change_of_version_7():
+    # It named two of version 7's five changes (the ladder and folding), as if a version-6
+    # receipt differed from a new one only there; packing/compat.py and formats/legacy.py
+    # replay the other three too.
+    page = (Path(__file__).parent.parent / "docs" / "audits.md").read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| `receipt_version` |"))
+    for text in (row, RECEIPT_FIELDS["receipt_version"]):
+        six = text[text.index("6 before"):text.index("5 before")]
+        for change in ("ladder", "folding", "min_score", "adjacent", "speaker"):
+            assert change in six, (change, six)
+
+
 def test_the_receipt_format_table_names_the_config_and_query_keys_a_receipt_holds(con):
     """The table said `config` held every PackingConfig field, defaults included, and
     `query` {sql, fingerprint, dialect, sqlglot_version}: a default receipt has no
