@@ -479,6 +479,19 @@ def test_query_limits_beside_a_table_are_refused_not_ignored(shared_con, option,
     assert count_stored(shared_con) == (0, 0)
 
 
+@pytest.mark.parametrize("option", [{"max_rows": 1}, {"timeout": 5}, {"dialect": "postgres"},
+                                    {"params": ["x"]}])
+def test_rows_of_the_wrong_kind_beside_a_query_option_are_told_how_to_pass_rows(shared_con,
+                                                                                option):
+    # The query-only refusals ran first: a list of rows beside max_rows=1 was told to leave
+    # max_rows out (and slice "the table"), and only then that a list is no table.
+    with pytest.raises(CandidateError, match=r"^candidates must be a ranking query string or "
+                                             r"an Arrow-capable table .*got list; for Python "
+                                             r"rows pass pa.Table.from_pylist\(rows\)"):
+        rms_duck.pack(shared_con, [GOOD], budget=500, **option)
+    assert count_stored(shared_con) == (0, 0)
+
+
 def test_candidates_of_the_wrong_kind(shared_con):
     with pytest.raises(CandidateError, match="candidates must be a ranking query string or an "
                                              r"Arrow-capable table .*got list"):

@@ -17,7 +17,7 @@ from ..candidates import CheckedCandidates, to_candidates
 from ..columnar import Row, intake
 from ..config import PackingConfig, check_flag, parse_config
 from ..errors import ConfigError, QueryLimitError, QueryRejectedError, ReceiptError, RmsWarning
-from .arrowin import arrow_table
+from .arrowin import arrow_table, check_arrow_kind
 from .cursors import check_connection, cursor, explains_setup, macro_cursor
 from .indexcheck import ensure_index, index_went_stale, reads_lexical_index
 from .linecosts import pack_checked, persist_counter, repair_line_costs
@@ -64,6 +64,11 @@ def pack(con: duckdb.DuckDBPyConnection, candidates: str | Any, *,
     check_flag("store", store, "pass store=False to pack without storing")
     config = parse_config(config)
     _check_limits(timeout, max_rows)
+    if not isinstance(candidates, str):
+        # Before the query-only options below: a list of rows beside max_rows was told
+        # only that max_rows would be ignored, and then, once it was left out, that rows
+        # are passed another way.
+        check_arrow_kind(candidates)
     if params is not None and not isinstance(candidates, str):
         # Before _query_params reads the values: its lone-surrogate and depth scan told a
         # table's caller to fix a value that would never be bound.

@@ -34,18 +34,26 @@ def _stale_relation(exc: duckdb.InvalidInputException) -> Exception:
 def arrow_table(data: Any) -> pa.Table:
     """`data` as a pyarrow Table, read as pack_batches() reads it (packing.batches.as_table:
     no pandas index, plain text types), or a CandidateError that says what to pass instead."""
+    check_arrow_kind(data)
     if isinstance(data, pa.RecordBatchReader):
         data = data.read_all()
-    to_arrow = getattr(data, "to_arrow_table", None)  # a DuckDB relation
-    if callable(to_arrow) and type(data).__module__.startswith(("duckdb", "_duckdb")):
+    if _is_relation(data):
         try:
-            data = to_arrow()
+            data = data.to_arrow_table()
         except duckdb.InvalidInputException as exc:
             raise _stale_relation(exc) from None
+    return as_table(data, candidates=())
+
+
+def check_arrow_kind(data: Any) -> None:
+    """A CandidateError that says what to pass instead, unless `data` is something
+    arrow_table() reads; nothing is read here (pack() asks before its query-only checks,
+    so a list of rows is told how to pass rows, not only that max_rows would be ignored)."""
     pandas = sys.modules.get("pandas")
-    if isinstance(data, (pa.Table, pa.RecordBatch)) or hasattr(data, "__arrow_c_stream__") \
+    if isinstance(data, (pa.RecordBatchReader, pa.Table, pa.RecordBatch)) \
+            or _is_relation(data) or hasattr(data, "__arrow_c_stream__") \
             or (pandas is not None and isinstance(data, pandas.DataFrame)):
-        return as_table(data, candidates=())
+        return
     lazy = lazy_frame_fix(data)
     if lazy is not None:
         raise CandidateError(f"candidates must be a ranking query string or an Arrow-capable "
@@ -60,3 +68,9 @@ def arrow_table(data: Any) -> pa.Table:
         f"candidates must be a ranking query string or an Arrow-capable table (pyarrow, "
         f"pandas, polars, a DuckDB relation, anything with __arrow_c_stream__), got "
         f"{type(data).__name__}; {fix}")
+
+
+def _is_relation(data: Any) -> bool:
+    """A DuckDB relation, which to_arrow_table() runs."""
+    return callable(getattr(data, "to_arrow_table", None)) \
+        and type(data).__module__.startswith(("duckdb", "_duckdb"))
