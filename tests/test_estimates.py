@@ -130,3 +130,14 @@ def test_an_encoding_that_is_no_name_is_refused_by_field(name):
     with pytest.raises(ConfigError, match=r"^estimate_tokens encoding must name an encoding, "
                                           rf"got {re.escape(repr(name))}\. Known encodings: "):
         estimate_tokens("Hello world", encoding=name)
+
+
+def test_a_model_name_given_as_the_encoding_is_named_as_in_sql(con):
+    # The new name check copied SQL's rms_token_estimate check without its model-name hint:
+    # 'gpt-4o' was told "Did you mean 'gpt2'?", another encoding, where SQL names o200k_base.
+    with pytest.raises(ConfigError, match=r"^estimate_tokens: 'gpt-4o' is a model name, not an "
+                                          r"encoding: its encoding is 'o200k_base'; pass "
+                                          r"'o200k_base'"):
+        estimate_tokens("Hello world", encoding="gpt-4o")
+    with pytest.raises(duckdb.Error, match="'gpt-4o' is a model name, not an encoding"):
+        con.execute("SELECT rms_token_estimate('Hello world', 'gpt-4o')").fetchall()

@@ -105,11 +105,14 @@ def estimate_tokens(text: str, chars_per_token: float | Mapping[str, float] | No
 def _check_encoding_name(name: object) -> None:
     """An encoding no tokenizer knows (a typo such as 'o200k') was estimated silently with
     o200k_base's ratios, where SQL's rms_token_estimate refuses it."""
-    from .encodings import known_encodings
+    from .encodings import known_encodings, model_name_hint
 
     known = known_encodings()
     if isinstance(name, str) and name in known:
         return
+    model = model_name_hint(name) if isinstance(name, str) else None
+    if model is not None:  # as rms_token_estimate says: 'gpt-4o' was "Did you mean 'gpt2'?"
+        raise ConfigError(f"estimate_tokens: {model}")
     hint = did_you_mean(name, known) if isinstance(name, str) else ""
     raise ConfigError(f"estimate_tokens encoding must name an encoding, got {name!r}.{hint} "
                       f"Known encodings: {', '.join(known)} (or one given ratios with "
