@@ -920,6 +920,13 @@ def test_a_sql_candidate_field_spelt_close_to_a_required_one_is_named_with_its_r
     assert ("pack_context: the candidates lack the fields 'score' and 'content' (fields given: "
             "'id', 'scroe', 'contnet'); every candidate needs id, score and content: rename "
             "'scroe' to 'score' and 'contnet' to 'content'") in str(raised.value)
+    # A field with no close name was left out of the fix ("rename 'scroe' to 'score'"
+    # alone), where a table's and a dict's messages say to add it too.
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        shared_con.sql("SELECT pack_context([{'id': 'a', 'scroe': 0.5, 'body': 'x'}], "
+                       "500)").fetchall()
+    assert ("every candidate needs id, score and content: rename 'scroe' to 'score', and add "
+            "'content' too") in str(raised.value)
 
 
 @pytest.mark.parametrize(("columns", "fix"), [

@@ -78,8 +78,9 @@ def check_candidate_type(type_text: str, fn: str) -> None:
         # is required ..., got None (SQL NULL); filter out NULL scores": a NULL that no row
         # held, and a fix that did not apply (as in Python, columnar.check_columns).
         others = {name.lower(): name for name in names if name.lower() not in _FIELDS}
-        typos = renames_for(lacking, others)[0]
-        fix = (f"rename {' and '.join(typos)}" if typos else
+        typos, absent = renames_for(lacking, others)
+        fix = (f"rename {' and '.join(typos)}"
+               + (f", and add {' and '.join(absent)} too" if absent else "") if typos else
                f"name them so, for example {fn}(list({{'id': node_id, 'score': similarity, "
                "'content': body}), 4096)")
         raise CandidateError(
