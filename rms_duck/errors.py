@@ -79,14 +79,21 @@ def renames_for(missing: Iterable[str],
                 others: Mapping[str, str]) -> tuple[list[str], list[str]]:
     """For each missing field, "'scroe' to 'score'" when a given name is close to it (others
     maps each lower-cased given name to the name as given), else the field quoted:
-    (renames, fields with no close name)."""
-    renames, absent = [], []
-    for name in missing:
-        close = difflib.get_close_matches(name, list(others), n=1, cutoff=0.6)
-        if close:
-            renames.append(f"{others[close[0]]!r} to {name!r}")
-        else:
-            absent.append(repr(name))
+    (renames, fields with no close name). A given name is renamed to one field only, the
+    one it is closest to ('scontent' was told to become both 'score' and 'content')."""
+    fields = list(missing)
+    pairs = sorted(
+        (-difflib.SequenceMatcher(None, close, name).ratio(), index, close)
+        for index, name in enumerate(fields)
+        for close in difflib.get_close_matches(name, list(others), n=max(len(others), 1),
+                                               cutoff=0.6))
+    chosen: dict[int, str] = {}
+    for _, index, close in pairs:
+        if index not in chosen and close not in chosen.values():
+            chosen[index] = close
+    renames = [f"{others[chosen[i]]!r} to {name!r}" for i, name in enumerate(fields)
+               if i in chosen]
+    absent = [repr(name) for i, name in enumerate(fields) if i not in chosen]
     return renames, absent
 
 

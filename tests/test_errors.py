@@ -886,6 +886,9 @@ def test_a_misspelt_packing_config_keyword_is_named_as_in_a_dict_config():
     ({"ID": "a", "score": 0.5, "text": "x"}, "rename 'ID' to 'id', and add 'content'"),
     ({"id": "a", "Score": 0.5, "contents": "x"},
      "rename 'Score' to 'score' and 'contents' to 'content'"),
+    # One key is renamed to one field, its closest: 'scontent' was told to become both
+    # 'score' and 'content'.
+    ({"id": "a", "scontent": "x"}, "rename 'scontent' to 'content', and add 'score'"),
 ])
 def test_a_misspelt_required_key_is_named_with_its_rename(row, fix):
     # The keys were listed, but a key spelt 'scroe' or 'ID' is easy to read past.
