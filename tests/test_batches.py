@@ -534,6 +534,26 @@ def test_skip_stored_counts_copies_and_keeps_chains_apart(con):
     assert rms_duck.verify_receipts(con) == []
 
 
+def test_skip_stored_skips_only_a_bundle_whose_receipt_is_stored(con):
+    """A pack with another overhead_tokens or ordering can give the same context from the
+    same inputs; its receipt (config, available) is another one, which the store does not
+    hold: skip_stored left such rows out, and their receipts were never stored anywhere."""
+    table = pa.Table.from_pylist([{"q": q, "id": f"n{i}", "score": 0.5,
+                                   "content": f"Fact number {i} about Lisbon."}
+                                  for q in (1, 2) for i in range(3)])
+    first = rms_duck.pack_batches(table, by="q", budget=400, inputs=True)
+    rms_duck.store_batches(con, first)
+    for config in ({"overhead_tokens": 50}, {"multipath_ordering": "score"}):
+        other = rms_duck.pack_batches(table, by="q", budget=400, config=config, inputs=True)
+        assert other.column("context").equals(first.column("context"))
+        stored = rms_duck.store_batches(con, other, skip_stored=True)
+        assert stored.column("q").to_pylist() == [1, 2], config
+    assert rms_duck.store_batches(con, other, skip_stored=True).num_rows == 0
+    assert sorted(row[0] for row in con.execute(
+        "SELECT available FROM rms_bundles").fetchall()) == [300] * 4 + [350] * 2
+    assert rms_duck.verify_receipts(con) == []
+
+
 def test_skip_stored_must_be_a_bool(con):
     with pytest.raises(ConfigError, match=r"skip_stored must be True or False, got 'yes'; "
                                           r"pass skip_stored=True"):

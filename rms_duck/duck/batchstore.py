@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -24,7 +24,7 @@ from ..errors import ConfigError, ReceiptError, RmsError, did_you_mean
 from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
-from ..receipts import sha256_text
+from ..receipts import SEALED_FIELDS, join_fragments, sha256_text
 from .cursors import check_connection, cursor, explains_setup
 from .storage import BATCH_ROWS, Pending, append_pending
 from .surrogates import config_surrogate_error
@@ -49,8 +49,9 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
             namespace, else '').
         session_id: recorded on every bundle and receipt.
         skip_stored: leave out each row whose bundle the store already holds (the same
-            chain, context and inputs), once per stored copy: running the table again after
-            an interrupted run stores only what that run did not.
+            chain, context, inputs and receipt body: config, budget, decisions), once per
+            stored copy: running the table again after an interrupted run stores only what
+            that run did not.
 
     Returns:
         One row per bundle stored by this call, in chain order: the key column(s),
@@ -124,20 +125,41 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     return result
 
 
-def _held(cur, data: pa.Table) -> Counter[tuple[str, str, str]]:
-    """(chain, context_sha256, inputs digest) of each stored bundle that shares a context
-    with a row of `data`, counted."""
+def _held(cur, data: pa.Table) -> Counter[tuple[str, str, str, str]]:
+    """(chain, context_sha256, inputs digest, receipt body digest) of each stored bundle that
+    shares a context with a row of `data`, counted. The body (config, budget, available,
+    decisions, ...) is part of the key: another config can give the same context from the
+    same inputs, and its receipt is not the stored one."""
     digests = pc.unique(data.column("context_sha256")).to_pylist()
-    found = cur.execute("SELECT namespace_id, context_sha256, inputs FROM rms_bundles "
-                        "WHERE list_contains(?, context_sha256)", [digests]).fetchall()
-    return Counter((chain, digest, sha256_text(inputs or "")) for chain, digest, inputs in found)
+    found = cur.execute("SELECT b.namespace_id, b.context_sha256, b.inputs, r.receipt "
+                        "FROM rms_bundles AS b JOIN rms_receipts AS r USING (bundle_id) "
+                        "WHERE list_contains(?, b.context_sha256)", [digests]).fetchall()
+    return Counter((chain, digest, sha256_text(inputs or ""), _stored_body_sha256(receipt))
+                   for chain, digest, inputs, receipt in found)
 
 
-def _take(held: Counter[tuple[str, str, str]], row: Pending) -> bool:
+def _stored_body_sha256(receipt: str | None) -> str:
+    """sha256 of a stored receipt's body, the fields storage did not seal in ('' when the
+    receipt is not a JSON object: no row's body matches it)."""
+    try:
+        body = json.loads(receipt or "")
+    except ValueError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    return _body_sha256({key: canonical_json(value) for key, value in body.items()})
+
+
+def _body_sha256(fragments: Mapping[str, str]) -> str:
+    return sha256_text(join_fragments({key: text for key, text in fragments.items()
+                                       if key not in SEALED_FIELDS}))
+
+
+def _take(held: Counter[tuple[str, str, str, str]], row: Pending) -> bool:
     """Whether the store already holds this row's bundle; one stored copy serves one row."""
     if not held:
         return False
-    key = (row.chain, row.context_sha256, sha256_text(row.inputs))
+    key = (row.chain, row.context_sha256, sha256_text(row.inputs), _body_sha256(row.fragments))
     if held[key] <= 0:
         return False
     held[key] -= 1
