@@ -554,6 +554,30 @@ def test_skip_stored_skips_only_a_bundle_whose_receipt_is_stored(con):
     assert rms_duck.verify_receipts(con) == []
 
 
+def test_a_table_packed_by_the_previous_release_stores_with_its_receipt_version(con):
+    """Packed on workers still running the release of receipt version 6 and stored by this
+    one: the receipt_version column said 7 beside a receipt recording 6, and verify called
+    every row edited (FIELD_MISMATCH). A version this release cannot replay is refused."""
+    packed = _packed(con, 3)
+    receipts = packed.column("receipt").to_pylist()
+    assert all('"receipt_version":7,' in text for text in receipts)
+    older = packed.set_column(packed.column_names.index("receipt"), "receipt", pa.array(
+        [text.replace('"receipt_version":7,', '"receipt_version":6,') for text in receipts]))
+    rms_duck.store_batches(con, older)
+    assert con.execute("SELECT DISTINCT receipt_version FROM rms_receipts").fetchall() == [(6,)]
+    assert rms_duck.verify_receipts(con) == []
+    assert con.execute("SELECT count(*) FILTER (WHERE reproduced) FROM rms_replay()"
+                       ).fetchall() == [(3,)]
+    for version in ("8", "0", '"7"'):
+        newer = packed.set_column(packed.column_names.index("receipt"), "receipt", pa.array(
+            [text.replace('"receipt_version":7,', f'"receipt_version":{version},')
+             for text in receipts]))
+        with pytest.raises(ReceiptError, match=r"receipt_version .* this rms_duck stores "
+                                               r"versions 1 to 7.*\(nothing was stored\)"):
+            rms_duck.store_batches(con, newer)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(3,)]
+
+
 def test_skip_stored_must_be_a_bool(con):
     with pytest.raises(ConfigError, match=r"skip_stored must be True or False, got 'yes'; "
                                           r"pass skip_stored=True"):

@@ -24,7 +24,7 @@ from ..errors import ConfigError, ReceiptError, RmsError, did_you_mean
 from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
-from ..receipts import SEALED_FIELDS, join_fragments, sha256_text
+from ..receipts import RECEIPT_VERSION, SEALED_FIELDS, join_fragments, sha256_text
 from .cursors import check_connection, cursor, explains_setup
 from .storage import BATCH_ROWS, Pending, append_pending
 from .surrogates import config_surrogate_error
@@ -196,7 +196,8 @@ def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None,
                    row["inputs"], row["context"], row["context_sha256"],
                    body["config"]["context_format"], row["context_budget"], body["available"],
                    row["tokens_used"], list(row["flags"]), len(row["included"]),
-                   len(row["excluded"]), body.get("metrics") or {}, session_id)
+                   len(row["excluded"]), body.get("metrics") or {}, session_id,
+                   receipt_version=body["receipt_version"])
 
 
 def _checked(row: dict[str, Any], keys: Sequence[str]) -> tuple[dict[str, Any], list[Any]]:
@@ -227,6 +228,12 @@ def _checked(row: dict[str, Any], keys: Sequence[str]) -> tuple[dict[str, Any], 
                        for c in body.get("candidates") or ()):
         raise ReceiptError(f"bundle of {where}: its inputs are not the candidates its receipt "
                            "records; store the table pack_batches() returned, unmodified")
+    version = body.get("receipt_version")
+    if type(version) is not int or not 1 <= version <= RECEIPT_VERSION:
+        raise ReceiptError(f"bundle of {where}: its receipt's receipt_version is {version!r}, "
+                           f"but this rms_duck stores versions 1 to {RECEIPT_VERSION} (the "
+                           "versions it can replay); store the table with the rms_duck that "
+                           "packed it, or re-pack it with this one")
     refused = config_surrogate_error(body.get("config") or {})
     if refused is not None:
         raise ConfigError(f"bundle of {where}: {refused}") from None

@@ -80,6 +80,9 @@ class Pending:
     metrics: Mapping[str, Any]
     session_id: str | None
     query: dict[str, Any] | None = None
+    # The version its receipt body records: a table packed by an earlier release
+    # (store_batches) keeps its own, which replay packs by.
+    receipt_version: int = RECEIPT_VERSION
 
 
 def chain_namespace(candidates: Sequence[Candidate], namespace: str | None) -> str:
@@ -223,7 +226,7 @@ def _store_once(cur, rows: Sequence[Pending], created: datetime, *,
                         m.get("str_p10"), m.get("budget_efficiency"), m.get("budget_waste"),
                         row.inputs))
         receipts.append((receipt_id, bundle_id, created_at, row.chain, seq, prev,
-                         RECEIPT_VERSION, text, digest, row.context_sha256))
+                         row.receipt_version, text, digest, row.context_sha256))
         stored.append(Stored(bundle_id, receipt_id, digest, seq, row.chain))
     _insert(cur, "rms_bundles", BUNDLE_COLUMNS, bundles)
     _insert(cur, "rms_receipts", RECEIPT_COLUMNS, receipts)
