@@ -578,6 +578,22 @@ def test_a_table_packed_by_the_previous_release_stores_with_its_receipt_version(
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(3,)]
 
 
+def test_skip_stored_finishes_a_run_the_previous_release_began(con):
+    """Interrupted while storing version 6 receipts, run again after the upgrade: the same
+    bundles (context, inputs, config, budget, decisions) re-packed now record version 7,
+    and are not stored a second time."""
+    packed = _packed(con, 4)
+    receipts = packed.column("receipt").to_pylist()
+    older = packed.set_column(packed.column_names.index("receipt"), "receipt", pa.array(
+        [text.replace('"receipt_version":7,', '"receipt_version":6,') for text in receipts]))
+    rms_duck.store_batches(con, older.filter(pc.less(older.column("q"), 2)))
+    stored = rms_duck.store_batches(con, packed, skip_stored=True)
+    assert stored.select(["q", "seq"]).to_pylist() == [{"q": 2, "seq": 3}, {"q": 3, "seq": 4}]
+    assert con.execute("SELECT receipt_version FROM rms_receipts ORDER BY seq").fetchall() == \
+        [(6,), (6,), (7,), (7,)]
+    assert rms_duck.verify_receipts(con) == []
+
+
 def test_skip_stored_must_be_a_bool(con):
     with pytest.raises(ConfigError, match=r"skip_stored must be True or False, got 'yes'; "
                                           r"pass skip_stored=True"):

@@ -151,8 +151,13 @@ def _stored_body_sha256(receipt: str | None) -> str:
 
 
 def _body_sha256(fragments: Mapping[str, str]) -> str:
+    """The digest of what a receipt body records of its pack; receipt_version is left out,
+    so a bundle a previous release stored is the same bundle packed again now."""
     return sha256_text(join_fragments({key: text for key, text in fragments.items()
-                                       if key not in SEALED_FIELDS}))
+                                       if key not in _NOT_COMPARED}))
+
+
+_NOT_COMPARED = SEALED_FIELDS | {"receipt_version"}
 
 
 def _take(held: Counter[tuple[str, str, str, str]], row: Pending) -> bool:
