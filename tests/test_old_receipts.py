@@ -468,3 +468,19 @@ def test_replays_write_the_recorded_candidate_rows_without_has_content(con, data
         assert all(isinstance(c["has_content"], bool) for c in candidates)
         assert [c["has_content"] for c in candidates] == [
             d.decision == "included" and d.has_content for d in now.decisions]
+
+
+def test_a_receipt_of_an_unregistered_custom_format_says_to_register_it(con):
+    """Replayed where its format is not registered, a receipt was reported as differing
+    with "config field 'context_format' has unknown value 'notes'. Use one of: reader,
+    ...": advice to change a sealed receipt. The fix is to register the format."""
+    from rms_duck.errors import ReceiptError
+
+    ids = load_old(con, V4_CUSTOM)
+    message = (r"the receipt's config field 'context_format' is 'notes', a format not "
+               r"registered in this process .*rms_duck\.register_format")
+    with pytest.raises(ReceiptError, match=message):
+        rms_duck.replay(con, ids[0])
+    errors = [row[0] for row in con.execute("SELECT error FROM rms_replay()").fetchall()]
+    assert sum("register_format" in (e or "") for e in errors) == 2
+    assert not any("Use one of" in (e or "") for e in errors)

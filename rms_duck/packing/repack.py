@@ -15,7 +15,7 @@ from ..bundle import MemoryBundle
 from ..config import parse_config
 from ..errors import ReceiptError
 from ..escape import canonical_json
-from ..formats import frozen_name
+from ..formats import FORMATS, LEGACY_FORMATS, frozen_name
 from ..formats.legacy import LEGACY
 from ..receipts import RECEIPT_VERSION, SEALED_FIELDS
 from ..tokens.counter import LineCounter
@@ -79,6 +79,7 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
             f"versions 1 to {RECEIPT_VERSION}: a newer version needs the rms_duck that wrote "
             "it (upgrade rms_duck); a version below 1 was never written, so it was edited "
             "after it was written: restore the receipt from a backup")
+    _check_format_registered(config)
     if receipt_version in LEGACY:
         config = _with_frozen_format(config, LEGACY[receipt_version])
     # A private counter: replay recounts every line rather than trusting a cached or
@@ -87,6 +88,24 @@ def repack(inputs: str, *, budget: int | None, config: Mapping[str, Any] | str |
         counter = LineCounter(parse_config(config).encoding, shared=False)
     with packing_of(receipt_version):
         return pack_candidates(rows, budget=budget, config=config, counter=counter)
+
+
+def _check_format_registered(config: Mapping[str, Any] | str | None) -> None:
+    """A ReceiptError when the receipt's context format is not registered here: a custom
+    format replays only where it is registered, and ConfigError's "Use one of: reader, ..."
+    advised changing a sealed receipt."""
+    try:
+        parsed = json.loads(config) if isinstance(config, str) else config
+    except ValueError:
+        return  # parse_config names what is wrong with it
+    name = parsed.get("context_format") if isinstance(parsed, Mapping) else None
+    if isinstance(name, str) and name not in FORMATS and name not in LEGACY_FORMATS:
+        raise ReceiptError(
+            f"the receipt's config field 'context_format' is {name!r}, a format not registered "
+            f"in this process (registered: {', '.join(FORMATS)}); a pack with a custom format "
+            "replays only where that format is registered: call "
+            "rms_duck.register_format(YourFormat()) with the same class the packing process "
+            "used, then replay (rms_duck.replay, or rms_replay() on that connection)")
 
 
 def parse_receipt(text: str | None, who: str) -> dict[str, Any]:
