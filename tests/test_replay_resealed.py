@@ -5,6 +5,7 @@ vouch for yet) must still agree with its own inputs: replay is the check that co
 from __future__ import annotations
 
 import json
+import re
 
 import duckdb
 import pyarrow as pa
@@ -185,3 +186,25 @@ def test_inputs_nested_too_deeply_are_a_receipt_error_not_a_crash(stored):
         rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
     reproduced, error = sql_replay(path)
     assert not reproduced and "nested too deeply" in error
+
+
+@pytest.mark.parametrize("edit, shown", [
+    (lambda rows: rows[2].update(id=5), "candidates[2] has id 5"),
+    (lambda rows: rows[0].pop("content_sha256"), "candidates[0] has content_sha256 None"),
+    (lambda rows: rows.insert(1, "n1"), "candidates[1] is 'n1'"),
+])
+def test_an_edited_decision_is_named_by_its_position_and_value(stored, edit, shown):
+    """The error said only that 'candidates' must be a list of decision objects, not which
+    entry of the receipt's list was wrong or what it held."""
+    path, rid = stored
+
+    def change(text: str) -> str:
+        body = json.loads(text)
+        edit(body["candidates"])
+        return canonical_json(body)
+
+    reseal(path, change)
+    with pytest.raises(ReceiptError, match=re.escape(shown)):
+        rms_duck.replay(rms_duck.connect(path, read_only=True), rid)
+    reproduced, error = sql_replay(path)
+    assert not reproduced and shown in error

@@ -135,12 +135,21 @@ def check_receipt_body(body: Mapping[str, Any], who: str) -> list[dict[str, Any]
     a ReceiptError naming the field otherwise (an edit, never a pack). `who` names the
     receipt in the message ("receipt <id>")."""
     candidates = body.get("candidates") or []
-    if not isinstance(candidates, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("id"), str)
-            and isinstance(c.get("content_sha256"), str) for c in candidates):
+    wrong = None if isinstance(candidates, list) else f"got {_clip(repr(candidates))}"
+    for i, c in enumerate(candidates if wrong is None else ()):
+        if not isinstance(c, dict):
+            wrong = f"candidates[{i}] is {_clip(repr(c))}"
+        else:
+            key = next((k for k in ("id", "content_sha256") if not isinstance(c.get(k), str)),
+                       None)
+            if key is not None:
+                wrong = f"candidates[{i}] has {key} {_clip(repr(c.get(key)))}"
+        if wrong is not None:
+            break
+    if wrong is not None:
         raise ReceiptError(f"{who}: field 'candidates' must be a list of decision "
-                           "objects with an 'id' and a 'content_sha256'; it was edited "
-                           "after it was written: restore it from a backup")
+                           f"objects with an 'id' and a 'content_sha256' (text), but {wrong}; "
+                           "it was edited after it was written: restore it from a backup")
     encoding = body.get("encoding")
     if not isinstance(encoding, dict):
         raise ReceiptError(f"{who}: field 'encoding' must be an object with the "
