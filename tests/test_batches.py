@@ -594,6 +594,29 @@ def test_skip_stored_finishes_a_run_the_previous_release_began(con):
     assert rms_duck.verify_receipts(con) == []
 
 
+@pytest.mark.parametrize("edit, shown", [
+    (lambda body: body.pop("config"), "field 'config' must be an object"),
+    (lambda body: body.update(config="x"), "field 'config' must be an object"),
+    (lambda body: body["config"].pop("context_format"), "field 'config' must be an object"),
+    (lambda body: body.pop("available"), "field 'available' must be a whole number"),
+    (lambda body: body.update(metrics=5), "field 'metrics' must be an object"),
+])
+def test_a_receipt_edited_in_the_table_is_named_not_a_crash(con, edit, shown):
+    """A receipt whose config, available or metrics was edited (its context still agreeing)
+    failed with a bare KeyError or AttributeError."""
+    packed = _packed(con, 2)
+    body = json.loads(packed.column("receipt")[1].as_py())
+    edit(body)
+    receipts = packed.column("receipt").to_pylist()
+    receipts[1] = json.dumps(body)
+    edited = packed.set_column(packed.column_names.index("receipt"), "receipt",
+                               pa.array(receipts))
+    with pytest.raises(ReceiptError, match=rf"bundle of q=1: its receipt's {shown}.*"
+                                           r"\(nothing was stored\)"):
+        rms_duck.store_batches(con, edited)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
 def test_skip_stored_must_be_a_bool(con):
     with pytest.raises(ConfigError, match=r"skip_stored must be True or False, got 'yes'; "
                                           r"pass skip_stored=True"):

@@ -213,6 +213,23 @@ def _checked(row: dict[str, Any], keys: Sequence[str]) -> tuple[dict[str, Any], 
     except (TypeError, ValueError):
         raise ReceiptError(f"bundle of {where}: its receipt is not JSON; store the table "
                            "pack_batches() returned, unmodified") from None
+    if not isinstance(body, dict):
+        raise ReceiptError(f"bundle of {where}: its receipt must be a JSON object, got "
+                           f"{str(row['receipt'])[:60]!r}; store the table pack_batches() "
+                           "returned, unmodified")
+    # The fields storage reads besides those checked against the row's columns below.
+    config, available, metrics = body.get("config"), body.get("available"), body.get("metrics")
+    wrong: tuple[str, object] | None = None
+    if not isinstance(config, dict) or not isinstance(config.get("context_format"), str):
+        wrong = ("'config' must be an object with a context_format", config)
+    elif type(available) is not int:
+        wrong = ("'available' must be a whole number", available)
+    elif metrics is not None and not isinstance(metrics, dict):
+        wrong = ("'metrics' must be an object", metrics)
+    if wrong is not None:
+        raise ReceiptError(f"bundle of {where}: its receipt's field {wrong[0]}, got "
+                           f"{str(wrong[1])[:60]!r}; store the table pack_batches() returned, "
+                           "unmodified")
     digest = sha256_text(row["context"] or "")
     if not (digest == row["context_sha256"] == body.get("context_sha256")
             and row["tokens_used"] == body.get("tokens_used")
