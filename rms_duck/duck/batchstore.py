@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -151,13 +152,18 @@ def _stored_body_sha256(receipt: str | None) -> str:
 
 
 def _body_sha256(fragments: Mapping[str, str]) -> str:
-    """The digest of what a receipt body records of its pack; receipt_version is left out,
-    so a bundle a previous release stored is the same bundle packed again now."""
-    return sha256_text(join_fragments({key: text for key, text in fragments.items()
-                                       if key not in _NOT_COMPARED}))
+    """The digest of what a receipt body records of its pack; receipt_version and the
+    candidates' has_content (version 7 added it) are left out, so a bundle a previous
+    release stored is the same bundle packed again now."""
+    kept = {key: text for key, text in fragments.items() if key not in _NOT_COMPARED}
+    if "candidates" in kept:
+        kept["candidates"] = _HAS_CONTENT.sub("", kept["candidates"])
+    return sha256_text(join_fragments(kept))
 
 
 _NOT_COMPARED = SEALED_FIELDS | {"receipt_version"}
+# In canonical JSON a key's quotes are never escaped, so this matches no text inside a value.
+_HAS_CONTENT = re.compile(r'"has_content":(?:true|false|null),')
 
 
 def _take(held: Counter[tuple[str, str, str, str]], row: Pending) -> bool:
