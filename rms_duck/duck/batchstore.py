@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..config import check_flag
 from ..errors import ConfigError, ReceiptError, RmsError, did_you_mean
 from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
@@ -63,9 +64,8 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
         match its context; nothing is stored (every row is checked before any is written).
     """
     check_connection(con, "rms_duck.store_batches")
-    if not isinstance(skip_stored, bool):
-        raise ConfigError(f"skip_stored must be True or False, got {skip_stored!r}; pass "
-                          "skip_stored=True to leave out bundles the store already holds")
+    check_flag("skip_stored", skip_stored,
+               "pass skip_stored=True to leave out bundles the store already holds")
     # As rms_duck.pack refuses them: a number namespace failed in Arrow ("Expected bytes, got
     # a 'int' object"), and a number session_id was sealed into the receipt as a JSON number.
     for name, value in (("namespace", namespace), ("session_id", session_id)):
