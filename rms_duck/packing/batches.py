@@ -404,18 +404,26 @@ def as_table(table: Any, *, candidates: Sequence[str] | None = None) -> pa.Table
     return plain_types(_any_table(table, candidates))
 
 
-def lazy_frame_fix(data: Any) -> str | None:
+def lazy_frame_fix(data: Any, *, records: bool = False) -> str | None:
     """For a lazy frame, which holds no rows until it is computed (a polars LazyFrame, a
-    Dask DataFrame): what it is and what to pass instead. Both are called DataFrame-like
-    names that the bare "got DataFrame" of the generic error left the caller to puzzle out."""
+    Dask DataFrame): what it is and what to pass instead, a table or (`records`) the list of
+    records pack_candidates takes. Both are called DataFrame-like names that the bare "got
+    DataFrame" of the generic error left the caller to puzzle out."""
     kind, package = type(data).__name__, type(data).__module__.partition(".")[0]
     if package == "polars" and kind == "LazyFrame":
+        if records:
+            return ("a polars LazyFrame, which holds no rows until it is computed; pass "
+                    "frame.collect().to_dicts()")
         return ("a polars LazyFrame, which holds no rows until it is collected; pass "
                 "frame.collect()")
     if package == "dask" and hasattr(data, "npartitions") and hasattr(data, "compute"):
-        return (f"a Dask {kind}, which holds no rows until it is computed; pack its groups "
-                "on the cluster with rms_duck.dask.pack_groups(ddf, by=..., budget=...), or "
-                "pass ddf.compute() to pack it in this process")
+        groups = "pack its groups on the cluster with rms_duck.dask.pack_groups(ddf, by=..., " \
+                 "budget=...)"
+        if records:
+            return (f"a Dask {kind}, which holds no rows until it is computed; pass "
+                    f"ddf.compute().to_dict('records'), or {groups}")
+        return (f"a Dask {kind}, which holds no rows until it is computed; {groups}, or pass "
+                "ddf.compute() to pack it in this process")
     return None
 
 

@@ -68,27 +68,18 @@ def pack_candidates(candidates: Iterable[Mapping[str, Any] | Candidate], *, budg
         return _pack(candidates, budget=budget, config=config, counter=counter)
 
 
-# (package, class): what a lazy frame is, and the records to pass in its place.
-_LAZY_FRAMES = {
-    ("dask", "DataFrame"): ("Dask DataFrame", "ddf.compute().to_dict('records'), or pack its "
-                            "groups on the cluster with rms_duck.dask.pack_groups(ddf, by=..., "
-                            "budget=...)"),
-    ("polars", "LazyFrame"): ("polars LazyFrame", "frame.collect().to_dicts()"),
-}
-
-
 def _check_iterable_of_records(candidates: object) -> None:
     """Iterated as it is, a DataFrame or Arrow table gave its column names (or columns) as
     the records, a dict its keys and a string its letters: "candidate #0 must be a record
     ..., got 'id'" hid what to pass, and None (or a number) raised a bare TypeError."""
     if not isinstance(candidates, Iterable) or isinstance(candidates, (str, bytes, Mapping)) \
             or hasattr(candidates, "__arrow_c_stream__") or hasattr(candidates, "columns"):
-        lazy = _LAZY_FRAMES.get((type(candidates).__module__.partition(".")[0],
-                                 type(candidates).__name__))
+        from .batches import lazy_frame_fix  # batches imports this module
+
+        lazy = lazy_frame_fix(candidates, records=True)
         if lazy is not None:  # it holds no rows yet, so the fix below would not run on it
             raise CandidateError(
-                f"candidates must be an iterable of records (dicts or Candidates), got a "
-                f"{lazy[0]}, which holds no rows until it is computed; pass {lazy[1]}")
+                f"candidates must be an iterable of records (dicts or Candidates), got {lazy}")
         raise CandidateError(
             f"candidates must be an iterable of records (dicts or Candidates), got "
             f"{type(candidates).__name__}; for a DataFrame or Arrow table pass "
