@@ -31,12 +31,13 @@ from .sha import sha256_text
 # one. 7: the section 7 ladder downgrades placed pins and tasks before it drops a pin, a
 # record in a conflict pair never folds, a counterpart below min_score marks the conflict,
 # adjacent windows gather only where they fit, a reader speaker with a modifier letter
-# that looks like ':' or '"' is quoted, and candidates carry has_content. Older receipts
+# that looks like ':' or '"' is quoted, and candidates carry has_content. 8: the reader
+# names a speaker once for a run of its records, on a speaker line. Older receipts
 # replay with the frozen formats and packing of their version (formats/legacy.py,
 # packing/compat.py), and their candidates without has_content.
-RECEIPT_VERSION = 7
+RECEIPT_VERSION = 8
 
-# Every key of a stored receipt (receipt_version 7). The first group is the body that
+# Every key of a stored receipt (receipt_version 8). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
     "receipt_version": "format version of the receipt (7; 6 before the section 7 ladder "

@@ -146,6 +146,10 @@ def reader_kind(line: str) -> str:
         return "date"
     if line == "(undated)":
         return "undated"
+    if line == "(no speaker)":
+        return "no speaker"
+    if line[:1].isalpha() and line.endswith(":"):
+        return "speaker"  # a record line ends with its quoted text
     return "record"
 
 

@@ -19,6 +19,7 @@ from rms_duck.bench.workload import BULK_PACK_SQL, make_bulk_tables
 from rms_duck.errors import CandidateError, ConfigError, ReceiptError
 from rms_duck.formats.base import clear_render_memos
 from rms_duck.packing.arrowtype import BUNDLE_FIELDS
+from rms_duck.receipts import RECEIPT_VERSION
 from rms_duck.tokens.costfile import LineCosts, line_sha256
 from rms_duck.tokens.counter import LineCounter, clear_line_cache
 
@@ -554,55 +555,80 @@ def test_skip_stored_skips_only_a_bundle_whose_receipt_is_stored(con):
     assert rms_duck.verify_receipts(con) == []
 
 
-def _as_version_6(receipt: str) -> str:
-    """A version 7 receipt as version 6 wrote it: no has_content on its candidates."""
+def _packed_by_release(con, groups: int | pa.Table, version: int) -> pa.Table:
+    """_packed's table as the release of receipt `version` (6 or 7) wrote it: packed with
+    that release's reader (its frozen copy here) and recording "reader", its version number
+    and, before version 7, candidates without has_content."""
     from rms_duck.escape import canonical_json
 
-    body = json.loads(receipt)
-    body["receipt_version"] = 6
-    for candidate in body["candidates"]:
-        del candidate["has_content"]
-    return canonical_json(body)
+    table = bench_candidates(con, groups) if isinstance(groups, int) else groups
+    packed = rms_duck.pack_batches(table, by="q", budget=512, inputs=True,
+                                   config={"context_format": f"reader@{version}"})
+    receipts = []
+    for text in packed.column("receipt").to_pylist():
+        body = json.loads(text)
+        body["receipt_version"] = version
+        body["config"]["context_format"] = "reader"
+        for candidate in body["candidates"] if version < 7 else ():
+            del candidate["has_content"]
+        receipts.append(canonical_json(body))
+    return packed.set_column(packed.column_names.index("receipt"), "receipt",
+                             pa.array(receipts))
 
 
 def test_a_table_packed_by_the_previous_release_stores_with_its_receipt_version(con):
     """Packed on workers still running the release of receipt version 6 and stored by this
-    one: the receipt_version column said 7 beside a receipt recording 6, and verify called
+    one: the receipt_version column said 7 (the version then) beside a receipt recording 6, and
+    verify called
     every row edited (FIELD_MISMATCH). A version this release cannot replay is refused."""
-    packed = _packed(con, 3)
-    receipts = packed.column("receipt").to_pylist()
-    assert all('"receipt_version":7,' in text for text in receipts)
-    older = packed.set_column(packed.column_names.index("receipt"), "receipt", pa.array(
-        [_as_version_6(text) for text in receipts]))
-    rms_duck.store_batches(con, older)
+    rms_duck.store_batches(con, _packed_by_release(con, 3, 6))
     assert con.execute("SELECT DISTINCT receipt_version FROM rms_receipts").fetchall() == [(6,)]
     assert rms_duck.verify_receipts(con) == []
     assert con.execute("SELECT count(*) FILTER (WHERE reproduced) FROM rms_replay()"
                        ).fetchall() == [(3,)]
-    for version in ("8", "0", '"7"'):
+    packed = _packed(con, 3)
+    receipts = packed.column("receipt").to_pylist()
+    assert all(f'"receipt_version":{RECEIPT_VERSION},' in text for text in receipts)
+    for version in (str(RECEIPT_VERSION + 1), "0", f'"{RECEIPT_VERSION}"'):
         newer = packed.set_column(packed.column_names.index("receipt"), "receipt", pa.array(
-            [text.replace('"receipt_version":7,', f'"receipt_version":{version},')
+            [text.replace(f'"receipt_version":{RECEIPT_VERSION},', f'"receipt_version":{version},')
              for text in receipts]))
         with pytest.raises(ReceiptError, match=r"receipt_version .* this rms_duck stores "
-                                               r"versions 1 to 7.*\(nothing was stored\)"):
+                                               rf"versions 1 to {RECEIPT_VERSION}.*"
+                                               r"\(nothing was stored\)"):
             rms_duck.store_batches(con, newer)
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(3,)]
 
 
 def test_skip_stored_finishes_a_run_the_previous_release_began(con):
-    """Interrupted while storing version 6 receipts, run again after the upgrade: the same
-    bundles (context, inputs, config, budget, decisions) re-packed now record version 7,
-    and are not stored a second time."""
-    packed = _packed(con, 4)
-    receipts = packed.column("receipt").to_pylist()
-    older = packed.set_column(packed.column_names.index("receipt"), "receipt", pa.array(
-        [_as_version_6(text) for text in receipts]))
-    rms_duck.store_batches(con, older.filter(pc.less(older.column("q"), 2)))
-    stored = rms_duck.store_batches(con, packed, skip_stored=True)
-    assert stored.select(["q", "seq"]).to_pylist() == [{"q": 2, "seq": 3}, {"q": 3, "seq": 4}]
-    assert con.execute("SELECT receipt_version FROM rms_receipts ORDER BY seq").fetchall() == \
-        [(6,), (6,), (7,), (7,)]
-    assert rms_duck.verify_receipts(con) == []
+    """Interrupted while storing the previous releases' receipts, run again after the
+    upgrade: a bundle re-packed the same (context, inputs, config, budget, decisions) now
+    records this version and is not stored a second time; one whose reader bytes this
+    release changed (version 8's speaker lines) is a new bundle, and is stored."""
+    table = bench_candidates(con, 12)
+    # Groups 0 and 3 are one speaker's records of one day: a run this release names once.
+    ones = pc.is_in(table.column("q"), pa.array([0, 3], table.schema.field("q").type))
+    for name, value in (("speaker", "Alice"), ("event_time", table.column("event_time")[0])):
+        column = table.column(name)
+        table = table.set_column(table.column_names.index(name), name, pc.if_else(
+            ones, pa.scalar(value.as_py() if isinstance(value, pa.Scalar) else value,
+                            column.type), column))
+    for version in (6, 7):
+        con.execute("DELETE FROM rms_receipts; DELETE FROM rms_bundles")
+        older = _packed_by_release(con, table, version)
+        rms_duck.store_batches(con, older.filter(pc.less(older.column("q"), 6)))
+        packed = rms_duck.pack_batches(table, by="q", budget=512, inputs=True)
+        changed = [q for q, old, new in zip(packed.column("q").to_pylist(),
+                                            older.column("context").to_pylist(),
+                                            packed.column("context").to_pylist(), strict=True)
+                   if q < 6 and old != new]
+        assert changed == [0, 3]
+        stored = rms_duck.store_batches(con, packed, skip_stored=True)
+        assert stored.column("q").to_pylist() == changed + list(range(6, 12)), version
+        assert con.execute("SELECT receipt_version FROM rms_receipts ORDER BY seq"
+                           ).fetchall() == [(version,)] * 6 + [(RECEIPT_VERSION,)] * (
+                               len(changed) + 6)
+        assert rms_duck.verify_receipts(con) == []
 
 
 @pytest.mark.parametrize("edit, shown", [

@@ -30,7 +30,7 @@ from rms_duck.packing.represent import representation_text
 from rms_duck.receipts import sha256_text
 from rms_duck.records import Lifecycle, NodeType, Reason
 from rms_duck.tokens.counter import clear_line_cache
-from tests.conftest import record_lines
+from tests.conftest import reader_kind, record_lines
 from tests.thorough import examples
 
 PROPERTY_SETTINGS = settings(
@@ -213,7 +213,12 @@ def assert_one_line_per_record(bundle, config: dict) -> None:
     dates = [line for line in lines if DATE_LINE.fullmatch(line)]
     if config["context_format"] != "reader":
         assert not dates
-    assert len(lines) == guidance + 1 + len(groups) + len(dates) + len(bundle.included) + 1
+    # Reader speaker lines name the speaker of the run of record lines below them.
+    speakers = [line for line in lines if reader_kind(line) in ("speaker", "no speaker")]
+    if config["context_format"] != "reader":
+        assert not speakers
+    assert len(lines) == (guidance + 1 + len(groups) + len(dates) + len(speakers)
+                          + len(bundle.included) + 1)
     if config["context_format"] == "reader":
         assert lines[-1].startswith("# metadata ")
         assert len(record_lines(bundle.render())) == len(bundle.included)

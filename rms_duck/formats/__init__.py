@@ -16,6 +16,7 @@ from .legacy import (
     ReaderV3Format,
     ReaderV5Format,
     ReaderV6Format,
+    ReaderV7Format,
 )
 from .reader import ReaderFormat
 
@@ -66,7 +67,7 @@ def register_format(fmt: Format) -> None:
 LEGACY_FORMATS: dict[str, Format] = {
     f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format(),
                         ReaderV3Format(), ReaderV5Format(), CompactV5Format(),
-                        ReaderV6Format())}
+                        ReaderV6Format(), ReaderV7Format())}
 
 
 def frozen_name(name: str, frozen: dict[str, str]) -> str:

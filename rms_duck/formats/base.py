@@ -27,6 +27,9 @@ class RecordView:
     ref: str | None
     contradicts: tuple[str, ...] = ()
     conflict_labels: tuple[str, ...] = ()  # pair labels (c1, ...) for formats that name pairs
+    # A speaker line above the record's line names its speaker (formats with speaker_lines),
+    # so its line leaves the speaker out.
+    speaker_above: bool = False
 
 
 class Format(Protocol):
@@ -40,6 +43,9 @@ class Format(Protocol):
     date_word: str  # how guidance names a record's date in this format
     labels_conflicts: bool  # records and metadata name conflict pairs c1, c2, ... not node ids
     elides_lone_times: bool  # a day's time line is printed only when its records differ in time
+    # A run of record lines by one speaker follows one speaker line (run_speaker) instead of
+    # each naming the speaker; a run of one record names it on its own line.
+    speaker_lines: bool
 
     def header(self, *, speakers: bool, citations: bool) -> str: ...
 
@@ -66,6 +72,7 @@ class BaseFormat:
     date_word = "event_time"
     labels_conflicts = False
     elides_lone_times = False
+    speaker_lines = False
 
     def section_label(self, section: Section, namespace: str | None) -> str:
         return section_label(section, namespace)

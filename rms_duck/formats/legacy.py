@@ -7,10 +7,11 @@ Version 5 shortens the reader's header and metadata line and prints a time line 
 a day whose records differ in time; versions 3 and 4 printed one under every timed day.
 Version 6 drops the "- " that opened each reader record line and makes its section and
 metadata lines '#' headings, and drops compact's namespace column for a speaker one.
-Version 7 quotes a reader speaker holding a modifier letter that looks like ':' or '"'. An
-older receipt still replays to its exact bytes because replay packs it with these frozen
-copies ("reader@1", "compact@1", "reader@2", "reader@3", "reader@5", "compact@5",
-"reader@6"); new packs never choose them.
+Version 7 quotes a reader speaker holding a modifier letter that looks like ':' or '"'.
+Version 8 names a reader speaker once for a run of its records, on a speaker line, where
+versions up to 7 named it on every record line. An older receipt still replays to its exact
+bytes because replay packs it with these frozen copies ("reader@1", "compact@1", "reader@2",
+"reader@3", "reader@5", "compact@5", "reader@6", "reader@7"); new packs never choose them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ LEGACY: dict[int, dict[str, str]] = {
     4: {"reader": "reader@3", "compact": "compact@5"},
     5: {"reader": "reader@5", "compact": "compact@5"},
     6: {"reader": "reader@6"},
+    7: {"reader": "reader@7"},
 }
 
 
@@ -153,11 +155,20 @@ class CompactV1Format(CompactV5Format):
 
 
 @builtin_format
+class ReaderV7Format(ReaderFormat):
+    """The reader format of receipt version 7: every record line names its speaker."""
+
+    name = "reader@7"
+    speaker_lines = False
+
+
+@builtin_format
 class ReaderV6Format(ReaderFormat):
     """The reader format of receipt version 6: a speaker holding a modifier letter that
     looks like ':' or '"' (such as 'ː' or 'ʺ') was printed plain, not as a JSON string."""
 
     name = "reader@6"
+    speaker_lines = False
 
     @memoized
     def record_line(self, view: RecordView) -> str:
@@ -170,6 +181,7 @@ class ReaderV5Format(ReaderFormat):
     and the metadata line are bracketed, and the header names the "- " lines."""
 
     name = "reader@5"
+    speaker_lines = False
 
     def header(self, *, speakers: bool, citations: bool) -> str:
         cite = " [m#] is a record's citation ref." if citations else ""

@@ -75,6 +75,7 @@ class ReaderFormat(BaseFormat):
     folds_repeated_text = True
     labels_conflicts = True
     elides_lone_times = True
+    speaker_lines = True
     date_word = "date lines"
 
     def header(self, *, speakers: bool, citations: bool) -> str:
@@ -130,6 +131,17 @@ class ReaderFormat(BaseFormat):
         return reader_metadata_line(tokens_used=tokens_used, budget=budget, conflicts=conflicts,
                                     excluded_count=excluded_count)
 
+    def run_speaker(self, view: RecordView) -> str | None:
+        """The speaker line ('Maya:') that names the speaker of a run of this record's lines;
+        None when the record shows no speaker, or one that must be quoted, or when its line
+        opens with a [ref] or [tags]: after '] ' a plain name costs a token or two, less than
+        a line of its own, so such a line names its speaker itself ('[m3] Maya:"text"')."""
+        if not self.shows_speaker(view) or view.ref is not None or reader_tags(view) \
+                or validity_window(view):
+            return None
+        label = speaker_label(view.candidate.speaker or "")
+        return None if label.startswith('"') else label
+
     @memoized
     def record_line(self, view: RecordView) -> str:
         return " ".join(record_parts(self, view))
@@ -138,8 +150,8 @@ class ReaderFormat(BaseFormat):
 def record_parts(fmt: ReaderFormat, view: RecordView,
                  label: Callable[[str], str] | None = None) -> list[str]:
     """A record line's parts, space-separated: its [ref], [validity window] and [tags] when
-    it has them, then the speaker (written by `label`, speaker_label by default) and the
-    text."""
+    it has them, then the speaker (written by `label`, speaker_label by default) unless a
+    speaker line above names it (view.speaker_above), and the text."""
     parts: list[str] = []
     if view.ref is not None:
         parts.append(f"[{view.ref}]")
@@ -150,7 +162,7 @@ def record_parts(fmt: ReaderFormat, view: RecordView,
     if tags:
         parts.append(f"[{tags}]")
     text = json_text(view.text)
-    if fmt.shows_speaker(view):
+    if not view.speaker_above and fmt.shows_speaker(view):
         # 'Maya:"text"': no space after the colon, which saves a token on every line.
         text = (label or speaker_label)(view.candidate.speaker or "") + text
     parts.append(text)

@@ -16,7 +16,16 @@ from dataclasses import dataclass, replace
 from ..formats.metadata import solve_tokens_used
 from ..formats.reader import UNDATED_LINE
 from .compat import version3
-from .layout import Entry, Layout, shown_dates
+from .layout import DAY as _DAY
+from .layout import (
+    NO_SPEAKER_LINE,
+    Entry,
+    Layout,
+    date_sort_key,
+    inline_line,
+    run_sort_key,
+    shown_dates,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +50,12 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     for _key, group in layout.ordered():
         if arrange is not None and legacy:
             group = arrange(group)  # receipts of version 3 kept packing order around windows
+        elif layout.runs:
+            order = getattr(fmt, "date_order", None)
+            group = sorted(group, key=lambda e: run_sort_key(e, order))  # stable
         elif any(entry.dates for entry in group):
             order = getattr(fmt, "date_order", None)  # formats without it: the lines
-            group = sorted(group, key=lambda e: _date_order(e, order))  # stable
+            group = sorted(group, key=lambda e: date_sort_key(e, order))  # stable
         if arrange is not None and not legacy:
             # Date order first, then each session window gathered at its first member.
             group = arrange(group)
@@ -56,18 +68,28 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         first = group[0]
         body.append(fmt.section_label(first.section, first.candidate.namespace_id))
         shown: tuple[str, ...] = ()
-        for entry, dates in zip(group, shown_dates(fmt, group), strict=True):
+        for i, (entry, dates) in enumerate(zip(group, shown_dates(fmt, group), strict=True)):
             ref = f"m{len(entries) + 1}" if numbered else entry.view.ref
             labels = tuple(pair_labels[_pair(entry.candidate.id, other)]
                            for other in entry.view.contradicts) if labelled else ()
+            prev = group[i - 1] if i else None
             entry = _rerender(entry, ref, labels, layout)
             if numbered and ref is not None:
                 references[ref] = entry.candidate.id
-            entries.append(entry)
             body.extend(date_run(shown, dates))
             if dates or shown:
                 shown = dates
-            body.append(entry.line)
+            if layout.runs:
+                lines, alone = _speaker_lines(fmt, prev, entry,
+                                              group[i + 1] if i + 1 < len(group) else None)
+                if alone:  # a run of one: its line names the speaker
+                    view = replace(entry.view, speaker_above=False)
+                    entry = replace(entry, view=view, line=lines[-1],
+                                    cost=counter.line_cost(lines[-1]))
+                body.extend(lines)
+            else:
+                body.append(entry.line)
+            entries.append(entry)
     header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)
     rest = counter.line_cost(header) + sum(counter.line_cost(line) for line in body)
     labels_shown: list[str] = sorted(set(pair_labels.values()), key=_label_number)
@@ -123,14 +145,23 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
     return []
 
 
-def _date_order(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
-    c = entry.candidate
-    position = c.session_position if c.session_position is not None else -1
-    if not entry.dates:
-        key: tuple = ()  # undated records first; a format's date_order sees dated ones only
-    else:
-        key = entry.dates if order is None else order(entry.view, entry.dates)
-    return key, c.session_id or "", position
+def _speaker_lines(fmt, prev: Entry | None, entry: Entry,
+                   nxt: Entry | None) -> tuple[list[str], bool]:
+    """`entry`'s line, after the speaker line when it opens a run of two or more records
+    by one speaker, or with its speaker on it when its run is itself alone (the choices
+    Layout.run_extra prices); and whether it is alone. A record naming no speaker after
+    another speaker's run of the same day is set apart by a '(no speaker)' line."""
+    run = entry.run
+    if run is None:
+        if not entry.speaker and prev is not None and prev.run is not None \
+                and prev.dates[:_DAY] == entry.dates[:_DAY]:
+            return [NO_SPEAKER_LINE, entry.line], False
+        return [entry.line], False
+    if prev is not None and prev.run == run and prev.dates == entry.dates:
+        return [entry.line], False
+    if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
+        return [run, entry.line], False
+    return [inline_line(fmt, entry.view)], True
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:

@@ -9,11 +9,13 @@ Neither changes a bundle, because a cached cost is the exact cost of that exact 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
 from ..records import Candidate, Level, Section, Tier
 from ..tokens.counter import word_runs
+from .layout import speaker_run
 from .prepare import conflict_map, dedupe
 from .represent import representation_text
 from .selector import tier_of
@@ -45,7 +47,11 @@ def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget:
         assert text is not None  # FULL is the content itself, always a str
         contradicts = conflicts.get(c.id, ())
         labels = (label,) * len(contradicts) if fmt.labels_conflicts else ()
-        lines.append(fmt.record_line(RecordView(c, Level.FULL, text, ref, contradicts, labels)))
+        view = RecordView(c, Level.FULL, text, ref, contradicts, labels)
+        run = speaker_run(fmt, view)
+        if run is not None:  # priced as a run's line (its speaker on a line of its own)
+            lines.append(fmt.record_line(replace(view, speaker_above=True)))
+        lines.append(fmt.record_line(view))
         room -= word_runs(text)
     return lines
 
@@ -61,6 +67,9 @@ def frame_lines(candidates: Sequence[Candidate], config: PackingConfig, budget: 
              fmt.header(speakers=True, citations=citations), widest]
     for namespace in sorted({c.namespace_id for c in candidates}, key=lambda n: (n is not None, n)):
         lines.extend(fmt.section_label(section, namespace) for section in Section)
+    if getattr(fmt, "speaker_lines", False):
+        lines.extend(sorted({run for c in candidates if c.has_text and (run := speaker_run(
+            fmt, RecordView(c, Level.FULL, c.content, None))) is not None}))
     return lines
 
 

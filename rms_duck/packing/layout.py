@@ -8,7 +8,9 @@ so far (metacost.py); assembly replaces it exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from bisect import bisect_left
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from ..formats import Format, RecordView
 from ..formats.base import elides_times
@@ -17,8 +19,9 @@ from ..tokens.counter import LineCounter
 from .metacost import MetadataCost
 
 _SECTION_RANK = {section: i for i, section in enumerate(SECTION_ORDER)}
-# The time line's place in a record's date lines: (year, day, time).
-_TIME = 2
+# The time line's place in a record's date lines: (year, day, time); those before it
+# name the day.
+_TIME = DAY = 2
 
 GroupKey = tuple[tuple[int, str], int]
 
@@ -41,6 +44,11 @@ class Entry:
     order: int
     speaker: bool
     dates: tuple[str, ...] = ()  # the format's day/time lines for this record, outermost first
+    # The speaker line naming a run of this record's speaker (formats with speaker_lines);
+    # None when its line names no speaker or names it itself.
+    run: str | None = None
+    seat: int = 0  # when the layout took it in: ties in date order keep that order
+    inline: int = -1  # tokens its speaker adds on its own line (a run of one); -1: not yet
 
     @property
     def candidate(self) -> Candidate:
@@ -76,9 +84,20 @@ class Layout:
     # record lines and shown date lines.
     line_tokens: int = field(init=False, default=0)
     date_tokens: int = field(init=False, default=0)
+    # Formats with speaker lines: each section's entries in the order assembly prints them
+    # (sort keys and entries side by side), and the tokens of the speaker lines, inline
+    # speakers and '(no speaker)' lines those runs print.
+    runs: bool = field(init=False)
+    seq: dict[GroupKey, tuple[list[tuple], list[Entry]]] = field(init=False,
+                                                                  default_factory=dict)
+    speaker_tokens: int = field(init=False, default=0)
+    seats: int = field(init=False, default=0)
+    _order: Callable[..., tuple] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.elide = elides_times(self.fmt)
+        self.runs = bool(getattr(self.fmt, "speaker_lines", False))
+        self._order = getattr(self.fmt, "date_order", None)
 
     @property
     def pairs(self) -> frozenset[tuple[str, str]]:
@@ -106,6 +125,8 @@ class Layout:
             extra += self.label_cost(key, entry.section, entry.candidate.namespace_id)
         if entry.dates:
             extra += self._dates_delta(key, entry.dates)
+        if self.runs:
+            extra += self._runs_delta(key, entry, self.seats)
         return extra
 
     def _dates_delta(self, key: GroupKey, dates: tuple[str, ...]) -> int:
@@ -129,6 +150,15 @@ class Layout:
         key = group_key(entry.candidate.namespace_id, entry.section)
         if entry.dates:
             self.date_tokens += self._dates_delta(key, entry.dates)
+        if self.runs:
+            self.speaker_tokens += self._runs_delta(key, entry, self.seats)
+            entry.seat = self.seats
+            self.seats += 1
+            keys, entries = self.seq.setdefault(key, ([], []))
+            sort_key = (*run_sort_key(entry, self._order), entry.seat)
+            i = bisect_left(keys, sort_key)
+            keys.insert(i, sort_key)
+            entries.insert(i, entry)
         self.line_tokens += entry.cost
         if key not in self.groups:
             self.labels[key] = self.label_cost(key, entry.section, entry.candidate.namespace_id)
@@ -150,6 +180,8 @@ class Layout:
     def remove(self, entry: Entry) -> None:
         """Take a packed entry out again and recompute the cost from the running totals."""
         key = group_key(entry.candidate.namespace_id, entry.section)
+        if self.runs:
+            self._leave_run(key, entry)
         group = self.groups[key]
         # By identity (no two packed entries are equal: each has its own order), not by
         # the dataclass's field-by-field __eq__ on every entry before it.
@@ -185,7 +217,64 @@ class Layout:
         if self.records == 0:
             return 0
         return (self.header_cost(self.speakers > 0) + self.metadata.cost()
-                + sum(self.labels.values()) + self.line_tokens + self.date_tokens)
+                + sum(self.labels.values()) + self.line_tokens + self.date_tokens
+                + self.speaker_tokens)
+
+    # -- speaker runs (formats with speaker_lines) ----------------------------------------
+
+    def _runs_delta(self, key: GroupKey, entry: Entry, seat: int) -> int:
+        """Tokens the speaker runs around `entry` gain when it joins them at its place in
+        date order: its own speaker, and its neighbours' runs it joins, splits or opens."""
+        keys, entries = self.seq.get(key, _EMPTY_SEQ)
+        i = bisect_left(keys, (*run_sort_key(entry, self._order), seat))
+        prev = entries[i - 1] if i else None
+        before = entries[i - 2] if i > 1 else None
+        nxt = entries[i] if i < len(entries) else None
+        after = entries[i + 1] if i + 1 < len(entries) else None
+        extra = self.run_extra(prev, entry, nxt)
+        if prev is not None:
+            extra += self.run_extra(before, prev, entry) - self.run_extra(before, prev, nxt)
+        if nxt is not None:
+            extra += self.run_extra(entry, nxt, after) - self.run_extra(prev, nxt, after)
+        return extra
+
+    def _leave_run(self, key: GroupKey, entry: Entry) -> None:
+        keys, entries = self.seq[key]
+        i = next(j for j, e in enumerate(entries) if e is entry)
+        prev = entries[i - 1] if i else None
+        before = entries[i - 2] if i > 1 else None
+        nxt = entries[i + 1] if i + 1 < len(entries) else None
+        after = entries[i + 2] if i + 2 < len(entries) else None
+        change = -self.run_extra(prev, entry, nxt)
+        if prev is not None:
+            change += self.run_extra(before, prev, nxt) - self.run_extra(before, prev, entry)
+        if nxt is not None:
+            change += self.run_extra(prev, nxt, after) - self.run_extra(entry, nxt, after)
+        self.speaker_tokens += change
+        del keys[i]
+        del entries[i]
+        if not entries:
+            del self.seq[key]
+
+    def run_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> int:
+        """Tokens beyond its own line that `entry` brings between `prev` and `nxt`: the
+        speaker line opening a run, its speaker on its line when alone, or a '(no speaker)'
+        line after another speaker's run of the same day (whether or not a time line
+        comes between: what is printed then does not hang on the other records of the
+        day)."""
+        run = entry.run
+        if run is None:
+            if not entry.speaker and prev is not None and prev.run is not None \
+                    and prev.dates[:_TIME] == entry.dates[:_TIME]:
+                return self.counter.line_cost(NO_SPEAKER_LINE)
+            return 0
+        if prev is not None and prev.run == run and prev.dates == entry.dates:
+            return 0  # inside a run its first record opened
+        if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
+            return self.counter.line_cost(run)
+        if entry.inline < 0:
+            entry.inline = self.counter.line_cost(inline_line(self.fmt, entry.view)) - entry.cost
+        return entry.inline
 
     def _metadata_delta(self, entry: Entry) -> int:
         new = _pairs_of(entry)
@@ -200,7 +289,8 @@ class Layout:
         self.dated.clear()
         self.times.clear()
         self.records = self.speakers = self.used = 0
-        self.line_tokens = self.date_tokens = 0
+        self.line_tokens = self.date_tokens = self.speaker_tokens = 0
+        self.seq.clear()
         self.metadata.clear()
 
     def ordered(self) -> list[tuple[GroupKey, list[Entry]]]:
@@ -215,6 +305,44 @@ def _pairs_of(entry: Entry) -> frozenset[tuple[str, str]]:
 
 
 _NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
+_EMPTY_SEQ: tuple[list[tuple], list[Entry]] = ([], [])
+# Ends another speaker's run for a record that names no speaker, where no date line does.
+NO_SPEAKER_LINE = "(no speaker)"
+
+
+def date_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
+    """Where `entry` goes in its section's date order: undated first, then by the format's
+    date_order (its date lines, if it has none), session and place in the session."""
+    c = entry.candidate
+    position = c.session_position if c.session_position is not None else -1
+    if not entry.dates:
+        key: tuple = ()  # undated records first; a format's date_order sees dated ones only
+    else:
+        key = entry.dates if order is None else order(entry.view, entry.dates)
+    return key, c.session_id or "", position
+
+
+_UNDATED = ((), "", -1)
+
+
+def run_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
+    """date_sort_key for formats with speaker lines, which print every section in it: the
+    undated records first in the order they were packed (ties keep it), as a section with
+    no dated record always was."""
+    return date_sort_key(entry, order) if entry.dates else _UNDATED
+
+
+def speaker_run(fmt: Format, view: RecordView) -> str | None:
+    """The speaker line naming the run `view`'s record belongs to, for formats that have
+    speaker lines; None otherwise."""
+    if not getattr(fmt, "speaker_lines", False):
+        return None
+    return fmt.run_speaker(view)  # type: ignore[attr-defined]
+
+
+def inline_line(fmt: Format, view: RecordView) -> str:
+    """The record's line naming its own speaker: how a run of one record is printed."""
+    return fmt.record_line(replace(view, speaker_above=False))
 
 
 def shown_dates(fmt: Format, group: list[Entry]) -> list[tuple[str, ...]]:

@@ -26,7 +26,7 @@ from ..tokens.counter import LineCounter
 from ..unfrozen import new, unfrozen_twin
 from .compat import version3
 from .folding import FoldIndex, folds_into
-from .layout import Entry, Layout, dated
+from .layout import Entry, Layout, dated, speaker_run
 from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score
@@ -67,7 +67,8 @@ _PINNED_OR_TASK, _EPISODE, _MULTI_PATH, _REMAINING = (
 
 
 def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
-              contradicts: tuple[str, ...], labels: tuple[str, ...]) -> RecordView:
+              contradicts: tuple[str, ...], labels: tuple[str, ...],
+              speaker_above: bool = False) -> RecordView:
     """RecordView(...) at a quarter of its cost (see unfrozen.py): packing builds a view
     per candidate it prices."""
     view: Any = new(_UnfrozenView)  # an unfrozen view until its class switches
@@ -77,12 +78,13 @@ def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
     view.ref = ref
     view.contradicts = contradicts
     view.conflict_labels = labels
+    view.speaker_above = speaker_above
     view.__class__ = RecordView
     return view
 
 
 _UnfrozenView = unfrozen_twin(RecordView, ("candidate", "level", "text", "ref", "contradicts",
-                                           "conflict_labels"))
+                                           "conflict_labels", "speaker_above"))
 
 
 def section_of(c: Candidate, level: Level, conflicted: bool, fact_min_confidence: float) -> Section:
@@ -127,6 +129,7 @@ class Selector:
                  conflicts: dict[str, tuple[str, ...]]) -> None:
         self.config = config
         self.fmt = get_format(config.context_format)
+        self._speaker_lines = bool(getattr(self.fmt, "speaker_lines", False))
         self.counter = counter
         self.available = available
         self.conflicts = conflicts
@@ -169,7 +172,11 @@ class Selector:
         the line assembly prints (refs and labels numbered in context order) costs no more."""
         contradicts = self.conflicts.get(c.id, ())
         labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
-        return _new_view(c, level, text, self.provisional_ref, contradicts, labels)
+        view = _new_view(c, level, text, self.provisional_ref, contradicts, labels)
+        if self._speaker_lines and speaker_run(self.fmt, view) is not None:
+            # Priced as a run's line; a run of one adds its speaker back (Layout.run_extra).
+            view = _new_view(c, level, text, self.provisional_ref, contradicts, labels, True)
+        return view
 
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
@@ -300,7 +307,8 @@ class Selector:
                 continue
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
-                          self.fmt.shows_speaker(view), dated(self.fmt, view))
+                          self.fmt.shows_speaker(view), dated(self.fmt, view),
+                          speaker_run(self.fmt, view))
             delta = self.layout.delta(entry)
             if delta <= self.remaining():
                 self.layout.add(entry, delta)
@@ -325,7 +333,8 @@ class Selector:
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, self.counter.line_cost(line), section,
                           int(self.outcomes[c.id].tier), self._sequence,
-                          self.fmt.shows_speaker(view), dated(self.fmt, view))
+                          self.fmt.shows_speaker(view), dated(self.fmt, view),
+                          speaker_run(self.fmt, view))
             delta = self.layout.delta(entry)
             if best is None or delta < best[0]:
                 best = (delta, level)
