@@ -35,6 +35,7 @@ from ..duck.ranking import (
     refresh_index,
 )
 from ..formats import RecordView
+from ..packing.layout import dated, speaker_run
 from ..packing.pipeline import pack_candidates
 from ..packing.represent import representation_text
 from ..records import TEXT_LEVELS, Candidate
@@ -246,18 +247,30 @@ def _pack_all(tallies: dict[tuple, _Tally], settings: EvalSettings, question: Qu
 def record_text_tokens(bundle: MemoryBundle, by_id: dict[str, Candidate],
                        config: PackingConfig) -> int:
     """Tokens of the packed records' own text plus the speaker names shown with them:
-    what the context spends on memory rather than on framing."""
+    what the context spends on memory rather than on framing. A speaker line names its
+    speaker once for its run of records, so it is counted once."""
     counter = LineCounter(config.encoding)
     fmt = config.format
     total = 0
+    last_run: tuple | None = None  # the run the previous packed record belongs to
     for record in bundle.included:
         c = by_id[record.id]
         text = representation_text(c, record.representation)
         if text is None or record.representation not in TEXT_LEVELS:
+            last_run = None
             continue
         total += counter.count(text)
-        if c.speaker and fmt.shows_speaker(RecordView(c, record.representation, text, None)):
+        view = RecordView(c, record.representation, text, record.ref,
+                          (c.id,) if record.conflict else ())
+        if not (c.speaker and fmt.shows_speaker(view)):
+            last_run = None
+            continue
+        run = speaker_run(fmt, view)
+        this_run = None if run is None else (record.namespace_id, record.section, run,
+                                             dated(fmt, view))
+        if this_run is None or this_run != last_run:
             total += counter.count(c.speaker)
+        last_run = this_run
     return total
 
 

@@ -150,10 +150,10 @@ def _speaker_lines(fmt, prev: Entry | None, entry: Entry,
     """`entry`'s line, after the speaker line when it opens a run of two or more records
     by one speaker, or with its speaker on it when its run is itself alone (the choices
     Layout.run_extra prices); and whether it is alone. A record naming no speaker after
-    another speaker's run of the same day is set apart by a '(no speaker)' line."""
+    one naming a speaker on the same day is set apart by a '(no speaker)' line."""
     run = entry.run
     if run is None:
-        if not entry.speaker and prev is not None and prev.run is not None \
+        if not entry.speaker and prev is not None and prev.speaker \
                 and prev.dates[:_DAY] == entry.dates[:_DAY]:
             return [NO_SPEAKER_LINE, entry.line], False
         return [entry.line], False

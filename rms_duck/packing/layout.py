@@ -49,6 +49,7 @@ class Entry:
     run: str | None = None
     seat: int = 0  # when the layout took it in: ties in date order keep that order
     inline: int = -1  # tokens its speaker adds on its own line (a run of one); -1: not yet
+    key: tuple | None = None  # its place in print order (run_sort_key), once asked
 
     @property
     def candidate(self) -> Candidate:
@@ -155,7 +156,7 @@ class Layout:
             entry.seat = self.seats
             self.seats += 1
             keys, entries = self.seq.setdefault(key, ([], []))
-            sort_key = (*run_sort_key(entry, self._order), entry.seat)
+            sort_key = (*self._print_key(entry), entry.seat)
             i = bisect_left(keys, sort_key)
             keys.insert(i, sort_key)
             entries.insert(i, entry)
@@ -226,7 +227,7 @@ class Layout:
         """Tokens the speaker runs around `entry` gain when it joins them at its place in
         date order: its own speaker, and its neighbours' runs it joins, splits or opens."""
         keys, entries = self.seq.get(key, _EMPTY_SEQ)
-        i = bisect_left(keys, (*run_sort_key(entry, self._order), seat))
+        i = bisect_left(keys, (*self._print_key(entry), seat))
         prev = entries[i - 1] if i else None
         before = entries[i - 2] if i > 1 else None
         nxt = entries[i] if i < len(entries) else None
@@ -238,9 +239,15 @@ class Layout:
             extra += self.run_extra(entry, nxt, after) - self.run_extra(prev, nxt, after)
         return extra
 
+    def _print_key(self, entry: Entry) -> tuple:
+        if entry.key is None:
+            entry.key = run_sort_key(entry, self._order)
+        return entry.key
+
     def _leave_run(self, key: GroupKey, entry: Entry) -> None:
         keys, entries = self.seq[key]
-        i = next(j for j, e in enumerate(entries) if e is entry)
+        i = bisect_left(keys, (*self._print_key(entry), entry.seat))  # seats are unique
+        assert entries[i] is entry
         prev = entries[i - 1] if i else None
         before = entries[i - 2] if i > 1 else None
         nxt = entries[i + 1] if i + 1 < len(entries) else None
@@ -258,13 +265,14 @@ class Layout:
 
     def run_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> int:
         """Tokens beyond its own line that `entry` brings between `prev` and `nxt`: the
-        speaker line opening a run, its speaker on its line when alone, or a '(no speaker)'
-        line after another speaker's run of the same day (whether or not a time line
-        comes between: what is printed then does not hang on the other records of the
-        day)."""
+        speaker line opening a run, its speaker on its line when alone, or, for a record
+        naming no speaker after one that names one on the same day, a '(no speaker)' line:
+        a bare line there would read as part of the run a speaker line above opened. (Also
+        where a time line comes between: what is printed then does not hang on the other
+        records of the day.)"""
         run = entry.run
         if run is None:
-            if not entry.speaker and prev is not None and prev.run is not None \
+            if not entry.speaker and prev is not None and prev.speaker \
                     and prev.dates[:_TIME] == entry.dates[:_TIME]:
                 return self.counter.line_cost(NO_SPEAKER_LINE)
             return 0

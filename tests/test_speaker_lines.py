@@ -1,0 +1,195 @@
+"""The reader names a speaker once for a run of its records (receipt version 8).
+
+Issue 11's framing target: at 1K on dated multi-speaker dialogue, version 7's reader named
+the speaker on every record line ('Sophie:"..."', 2 to 3 tokens a line), though most packed
+turns of a day are one speaker's. A speaker line over each run costs that once.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rms_duck
+from rms_duck.packing.pipeline import pack_candidates
+from rms_duck.tokens.encodings import get_encoding
+from tests.conftest import reader_kind, record_lines
+from tests.thorough import examples
+
+
+def at(day: int, hour: int = 9, minute: int = 0) -> datetime:
+    return datetime(2026, 1, day, hour, minute, tzinfo=UTC)
+
+
+def turn(i: int, speaker: str | None, text: str, when: datetime | None, **more) -> dict:
+    return {"id": f"t{i}", "score": 1 - i / 100, "content": text, "speaker": speaker,
+            "event_time": when, "session_id": "s", "session_position": i, **more}
+
+
+DIALOGUE = [
+    turn(1, "Maya", "I moved to Lisbon last week.", at(3)),
+    turn(2, "Maya", "The flat is near the river.", at(3)),
+    turn(3, "Ben", "Congratulations! How is the commute?", at(3)),
+    turn(4, "Maya", "Twenty minutes by tram.", at(3)),
+    turn(5, "Maya", "Flat hunting is over.", at(5)),
+]
+
+
+def test_a_run_of_one_speaker_follows_one_speaker_line():
+    bundle = pack_candidates(DIALOGUE, budget=400)
+    assert bundle.context.splitlines()[2:10] == [
+        "2026", "3 Jan", "Maya:", '"I moved to Lisbon last week."',
+        '"The flat is near the river."', 'Ben:"Congratulations! How is the commute?"',
+        'Maya:"Twenty minutes by tram."', "5 Jan"]
+    # A date line ends a run: Maya's turn of 5 Jan names her again, on its own line.
+    assert '\n5 Jan\nMaya:"Flat hunting is over."\n' in bundle.context
+    assert bundle.tokens_used == len(get_encoding("o200k_base").encode_ordinary(bundle.context))
+    # The record's line in the receipt is the line printed: a run's line costs its text.
+    tokens = {r.id: r.tokens for r in bundle.included}
+    counter = get_encoding("o200k_base").encode_ordinary
+    assert tokens["t2"] == len(counter('"The flat is near the river."\n'))
+    assert tokens["t3"] == len(counter('Ben:"Congratulations! How is the commute?"\n'))
+
+
+def test_speaker_lines_cost_less_than_naming_every_line():
+    now = pack_candidates(DIALOGUE, budget=400)
+    before = pack_candidates(DIALOGUE, budget=400, config={"context_format": "reader@7"})
+    assert now.included_ids == before.included_ids
+    assert now.tokens_used < before.tokens_used
+
+
+def test_two_sessions_of_one_day_are_two_runs():
+    rows = [turn(1, "Maya", "Morning run done.", at(3, 8)),
+            turn(2, "Maya", "Coffee now.", at(3, 8)),
+            turn(3, "Maya", "Dinner with Ben.", at(3, 19)),
+            turn(4, "Maya", "He cooked.", at(3, 19))]
+    lines = pack_candidates(rows, budget=400).context.splitlines()
+    assert lines[3:] [:9] == ["3 Jan", "08:00", "Maya:", '"Morning run done."', '"Coffee now."',
+                              "19:00", "Maya:", '"Dinner with Ben."', '"He cooked."']
+
+
+def test_lines_with_a_ref_or_tags_name_their_speaker():
+    cited = pack_candidates(DIALOGUE, budget=400, config={"context_citations": True})
+    assert '\n[m1] Maya:"I moved to Lisbon last week."\n[m2] Maya:"The flat is near' \
+        in cited.context
+    assert not [line for line in cited.context.splitlines() if reader_kind(line) == "speaker"]
+    tagged = [dict(DIALOGUE[0], epistemic_type="inferred"), *DIALOGUE[1:2]]
+    context = pack_candidates(tagged, budget=400).context
+    assert '\n[inferred] Maya:"I moved to Lisbon last week."\nMaya:"The flat' in context
+
+
+def test_a_quoted_speaker_names_itself_and_breaks_no_run():
+    rows = [turn(1, "2pac", "Saw the show.", at(3)), turn(2, "2pac", "Loud.", at(3))]
+    context = pack_candidates(rows, budget=400).context
+    assert '\n"2pac":"Saw the show."\n"2pac":"Loud."\n' in context
+
+
+def test_a_record_naming_no_speaker_is_set_apart_from_a_run():
+    rows = [*DIALOGUE[:2], turn(3, None, "Maya lives in Lisbon.", at(3)),
+            turn(4, "Maya", "Back home.", at(3))]
+    context = pack_candidates(rows, budget=400).context
+    assert ('\nMaya:\n"I moved to Lisbon last week."\n"The flat is near the river."\n'
+            '(no speaker)\n"Maya lives in Lisbon."\nMaya:"Back home."\n') in context
+    # After a date line nothing needs setting apart.
+    rows[2] = turn(3, None, "Maya lives in Lisbon.", at(4))
+    rows[3] = turn(4, "Maya", "Back home.", at(5))
+    assert "(no speaker)" not in pack_candidates(rows, budget=400).context
+
+
+def test_undated_records_keep_their_packing_order():
+    rows = [{"id": f"u{i}", "score": 1 - i / 10, "content": text, "speaker": speaker,
+             "session_id": "s", "session_position": 10 - i}
+            for i, (speaker, text) in enumerate([("Maya", "I prefer tea."),
+                                                 ("Maya", "Green tea, mostly."),
+                                                 ("Ben", "Coffee for me.")])]
+    assert pack_candidates(rows, budget=300).context.splitlines()[2:6] == [
+        "Maya:", '"I prefer tea."', '"Green tea, mostly."', 'Ben:"Coffee for me."']
+
+
+def test_a_subclass_writing_its_own_record_line_keeps_its_mark_on_every_line():
+    from rms_duck.formats import FORMATS, register_format
+    from rms_duck.formats.reader import ReaderFormat
+
+    class Marked(ReaderFormat):
+        name = "marked-reader"
+
+        def record_line(self, view):
+            return super().record_line(view) + " <"
+
+    register_format(Marked())
+    try:
+        context = pack_candidates(DIALOGUE, budget=400,
+                                  config={"context_format": "marked-reader"}).context
+    finally:
+        FORMATS.pop("marked-reader")
+    assert '\nMaya:\n"I moved to Lisbon last week." <\n"The flat is near the river." <\n' \
+        'Ben:"Congratulations! How is the commute?" <\n' in context
+
+
+SPEAKERS = st.sampled_from(["Maya", "Ben", "Li", "Sophie", "2pac", None])
+TEXTS = st.sampled_from(["ok", "I moved to Lisbon.", "'Quoted' start", "...well", "Big change!",
+                         "The flat is near the river, and the rent is fair.", "12 Jan was fun"])
+
+
+@st.composite
+def dialogues(draw) -> list[dict]:
+    n = draw(st.integers(1, 14))
+    rows = []
+    for i in range(n):
+        day = draw(st.sampled_from([None, 3, 3, 4]))
+        when = None if day is None else at(day, draw(st.sampled_from([9, 9, 18])))
+        rows.append({"id": f"r{i}", "score": draw(st.floats(0, 1)),
+                     "content": draw(TEXTS), "speaker": draw(SPEAKERS), "event_time": when,
+                     "session_id": draw(st.sampled_from([None, "a", "b"])),
+                     "session_position": draw(st.one_of(st.none(), st.integers(0, 20))),
+                     "epistemic_type": draw(st.sampled_from(["asserted", "asserted",
+                                                             "inferred"]))})
+    return rows
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@settings(max_examples=examples(150), deadline=None)
+@given(rows=dialogues(), budget=st.integers(20, 400), citations=st.booleans())
+def test_speaker_runs_are_priced_exactly_and_never_cost_more(encoding, rows, budget,
+                                                             citations):
+    config = {"encoding": encoding, "context_citations": citations, "overhead_tokens": 0}
+    bundle = pack_candidates(rows, budget=budget, config=config)
+    enc = get_encoding(encoding)
+    assert bundle.tokens_used == len(enc.encode_ordinary(bundle.context)) <= budget
+    assert len(record_lines(bundle.context)) == len(bundle.included)
+    # Every packed record's speaker is stated once on its line or by the speaker line above.
+    speaker = None
+    by_id = {r["id"]: r for r in rows}
+    lines = [line for line in bundle.context.splitlines()[2:-1]]
+    records = iter(bundle.included)
+    for line in lines:
+        kind = reader_kind(line)
+        if kind in ("date", "section", "no speaker"):
+            speaker = None
+        elif kind == "speaker":
+            speaker = line[:-1]
+        elif kind == "record":
+            row = by_id[next(records).id]
+            if row["speaker"] and not line.split("] ")[-1].startswith('"'):
+                continue  # it names its speaker itself
+            if line.split("] ")[-1].startswith(f'"{row["speaker"]}":'):
+                continue  # a quoted speaker
+            assert speaker == row["speaker"], (line, bundle.context)
+    # With room for every record, the context costs no more than naming every line, but
+    # for the '(no speaker)' lines that set a record naming none apart.
+    now = pack_candidates(rows, budget=100_000, config=config)
+    before = pack_candidates(rows, budget=100_000, config={**config, "context_format": "reader@7"})
+    assert sorted(now.included_ids) == sorted(before.included_ids)
+    apart = now.context.count("\n(no speaker)\n") * len(enc.encode_ordinary("(no speaker)\n"))
+    assert now.tokens_used - apart <= before.tokens_used, (now.context, before.context)
+
+
+def test_sql_pack_prints_the_same_speaker_lines(con):
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(DIALOGUE)
+    assert rms_duck.pack(con, table, budget=400, store=False).context == \
+        pack_candidates(DIALOGUE, budget=400).context
