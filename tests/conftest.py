@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -153,10 +154,24 @@ def reader_kind(line: str) -> str:
     return "record"
 
 
+# A day or time line that opens the first line below it: '3 Jan Maya:', '09:00 "text"'.
+_OPENING_DATE = re.compile(r"(\d{1,2} [A-Z][a-z]{2}|\d{1,2}:\d\d(?::\d\d)?) (\S.*)")
+
+
+def reader_lines(context: str) -> list[str]:
+    """A reader context's lines, with each date line that opens the first line below it
+    ('3 Jan Maya:') given as the two lines it stands for ('3 Jan', 'Maya:')."""
+    out = []
+    for line in context.splitlines():
+        opened = _OPENING_DATE.fullmatch(line)
+        out.extend(opened.groups() if opened else (line,))
+    return out
+
+
 def record_lines(context: str) -> list[str]:
     """The record lines of a reader context: the records come after its first section
     heading (the header, and any guidance line, come before it)."""
-    lines = context.splitlines()
+    lines = reader_lines(context)
     first = next((i for i, line in enumerate(lines) if reader_kind(line) == "section"),
                  len(lines))
     return [line for line in lines[first:] if reader_kind(line) == "record"]

@@ -30,7 +30,7 @@ from rms_duck.packing.represent import representation_text
 from rms_duck.receipts import sha256_text
 from rms_duck.records import Lifecycle, NodeType, Reason
 from rms_duck.tokens.counter import clear_line_cache
-from tests.conftest import reader_kind, record_lines
+from tests.conftest import reader_kind, reader_lines, record_lines
 from tests.thorough import examples
 
 PROPERTY_SETTINGS = settings(
@@ -205,10 +205,10 @@ def assert_one_line_per_record(bundle, config: dict) -> None:
         return
     lines = bundle.render().split("\n")
     assert lines[-1] == ""  # every line ends in a newline, the last one too
-    lines = lines[:-1]
+    assert all(line and not line[0].isspace() for line in lines[:-1])  # lines add (tokens.py)
+    lines = reader_lines(bundle.render()) if config["context_format"] == "reader" else lines[:-1]
     groups = {(r.namespace_id, r.section) for r in bundle.included}
     guidance = 1 if bundle.context_guidance is not None else 0
-    assert all(line and not line[0].isspace() for line in lines)  # lines add (tokens.py)
     # Reader year, day and time lines state a date once for the records below them.
     dates = [line for line in lines if DATE_LINE.fullmatch(line)]
     if config["context_format"] != "reader":

@@ -237,7 +237,7 @@ def test_naive_python_times_stay_nominal():
     audit = rms_duck.pack_candidates(rows, budget=500, config={"context_format": "auditable"})
     assert '"event_time":"2026-05-28T18:12:00"' in audit.render()
     reader = rms_duck.pack_candidates(rows, budget=500)  # two times: both time lines print
-    assert '\n2026\n28 May\n09:00\n"y"\n18:12\n"x"\n' in reader.render()
+    assert '\n2026\n28 May\n09:00 "y"\n18:12\n"x"\n' in reader.render()
 
 
 def test_sql_and_python_give_the_same_bytes(utc_con):

@@ -15,7 +15,7 @@ from rms_duck.errors import ContextRefError
 from rms_duck.tokens import get_encoding
 from rms_duck.tokens.encodings import DEFAULT_ENCODING
 
-from .conftest import node_id, reader_kind, record_lines
+from .conftest import node_id, reader_kind, reader_lines, record_lines
 
 GOLDEN = Path(__file__).parent / "golden"
 CANDIDATES = json.loads((GOLDEN / "candidates.json").read_text(encoding="utf-8"))
@@ -245,23 +245,38 @@ def test_reader_line_kinds_cannot_be_forged_by_text_or_speaker(enc):
     for row in rows:
         if row["event_time"]:
             times.setdefault(row["event_time"][:10], set()).add(row["event_time"])
-    seen, year, day, clock = [], None, None, None
+    assert all(line and not line[0].isspace() for line in body)
+    # A day or time line may open the line below it ('3 Jan Maya:'): read it as two.
+    body = reader_lines("\n".join(body))
+    # A speaker line names the speaker of the bare record lines below it, up to the next
+    # date, section, speaker or '(no speaker)' line; no bare line follows one naming its
+    # own speaker without one of those between.
+    seen, year, day, clock, named = [], None, None, None, None
     for line in body:
-        assert line and not line[0].isspace()
         if reader_kind(line) == "section":
             assert line.startswith("# context"), line
-            year = day = clock = None
+            year = day = clock = named = None
         elif _YEAR.fullmatch(line):
-            year, day, clock = line, None, None
+            year, day, clock, named = line, None, None, None
         elif _DAY.fullmatch(line):
             assert year is not None
             mday, month = _DAY.fullmatch(line).groups()
             day, clock = f"{year}-{_MONTHS.index(month) + 1:02d}-{int(mday):02d}", None
+            named = None
         elif _TIME.fullmatch(line):
             assert day is not None
-            clock = line
+            clock, named = line, None
+        elif reader_kind(line) == "no speaker":
+            named = None
+        elif reader_kind(line) == "speaker":
+            named = line[:-1]
         else:
             _, speaker, text = parse_reader_record(line)
+            if speaker is None:
+                assert named != "", line  # a bare line right after one naming its speaker
+                speaker = named
+            else:
+                named = ""
             row = by_text[text]
             when = row["event_time"]
             if day is None:

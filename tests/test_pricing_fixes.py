@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rms_duck.packing.pipeline import pack_candidates
-from tests.conftest import independent_count, reader_kind
+from tests.conftest import independent_count, reader_kind, reader_lines
 from tests.thorough import examples
 
 PAIR = [
@@ -63,7 +63,7 @@ def test_a_folded_record_is_shown_by_an_included_one(rows, budget, sessions):
     if sessions:
         config["session_context_packing"] = sessions
     bundle = pack_candidates(rows, budget=budget, config=config)
-    lines = bundle.context.splitlines()
+    lines = reader_lines(bundle.context)
     for record in bundle.excluded:
         if record.reason.value == "FOLDED":
             text = next(r["content"] for r in rows if r["id"] == record.id)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import rms_duck
 from rms_duck.packing.pipeline import pack_candidates
 from rms_duck.tokens.encodings import get_encoding
-from tests.conftest import reader_kind, record_lines
+from tests.conftest import reader_kind, reader_lines, record_lines
 from tests.thorough import examples
 
 
@@ -40,12 +40,12 @@ DIALOGUE = [
 
 def test_a_run_of_one_speaker_follows_one_speaker_line():
     bundle = pack_candidates(DIALOGUE, budget=400)
-    assert bundle.context.splitlines()[2:10] == [
-        "2026", "3 Jan", "Maya:", '"I moved to Lisbon last week."',
+    # The day line opens the line below it ('3 Jan Maya:' costs 4 tokens, '3 Jan' and
+    # 'Maya:' on lines of their own 6).
+    assert bundle.context.splitlines()[2:9] == [
+        "2026", "3 Jan Maya:", '"I moved to Lisbon last week."',
         '"The flat is near the river."', 'Ben:"Congratulations! How is the commute?"',
-        'Maya:"Twenty minutes by tram."', "5 Jan"]
-    # A date line ends a run: Maya's turn of 5 Jan names her again, on its own line.
-    assert '\n5 Jan\nMaya:"Flat hunting is over."\n' in bundle.context
+        'Maya:"Twenty minutes by tram."', '5 Jan Maya:"Flat hunting is over."']
     assert bundle.tokens_used == len(get_encoding("o200k_base").encode_ordinary(bundle.context))
     # The record's line in the receipt is the line printed: a run's line costs its text.
     tokens = {r.id: r.tokens for r in bundle.included}
@@ -67,31 +67,31 @@ def test_two_sessions_of_one_day_are_two_runs():
             turn(3, "Maya", "Dinner with Ben.", at(3, 19)),
             turn(4, "Maya", "He cooked.", at(3, 19))]
     lines = pack_candidates(rows, budget=400).context.splitlines()
-    assert lines[3:] [:9] == ["3 Jan", "08:00", "Maya:", '"Morning run done."', '"Coffee now."',
-                              "19:00", "Maya:", '"Dinner with Ben."', '"He cooked."']
+    assert lines[3:10] == ["3 Jan", "08:00 Maya:", '"Morning run done."', '"Coffee now."',
+                           "19:00 Maya:", '"Dinner with Ben."', '"He cooked."']
 
 
 def test_lines_with_a_ref_or_tags_name_their_speaker():
     cited = pack_candidates(DIALOGUE, budget=400, config={"context_citations": True})
-    assert '\n[m1] Maya:"I moved to Lisbon last week."\n[m2] Maya:"The flat is near' \
+    assert '[m1] Maya:"I moved to Lisbon last week."\n[m2] Maya:"The flat is near' \
         in cited.context
     assert not [line for line in cited.context.splitlines() if reader_kind(line) == "speaker"]
     tagged = [dict(DIALOGUE[0], epistemic_type="inferred"), *DIALOGUE[1:2]]
     context = pack_candidates(tagged, budget=400).context
-    assert '\n[inferred] Maya:"I moved to Lisbon last week."\nMaya:"The flat' in context
+    assert '[inferred] Maya:"I moved to Lisbon last week."\nMaya:"The flat' in context
 
 
 def test_a_quoted_speaker_names_itself_and_breaks_no_run():
     rows = [turn(1, "2pac", "Saw the show.", at(3)), turn(2, "2pac", "Loud.", at(3))]
     context = pack_candidates(rows, budget=400).context
-    assert '\n"2pac":"Saw the show."\n"2pac":"Loud."\n' in context
+    assert ' "2pac":"Saw the show."\n"2pac":"Loud."\n' in context
 
 
 def test_a_record_naming_no_speaker_is_set_apart_from_a_run():
     rows = [*DIALOGUE[:2], turn(3, None, "Maya lives in Lisbon.", at(3)),
             turn(4, "Maya", "Back home.", at(3))]
     context = pack_candidates(rows, budget=400).context
-    assert ('\nMaya:\n"I moved to Lisbon last week."\n"The flat is near the river."\n'
+    assert ('\n3 Jan Maya:\n"I moved to Lisbon last week."\n"The flat is near the river."\n'
             '(no speaker)\n"Maya lives in Lisbon."\nMaya:"Back home."\n') in context
     # After a date line nothing needs setting apart.
     rows[2] = turn(3, None, "Maya lives in Lisbon.", at(4))
@@ -125,7 +125,7 @@ def test_a_subclass_writing_its_own_record_line_keeps_its_mark_on_every_line():
                                   config={"context_format": "marked-reader"}).context
     finally:
         FORMATS.pop("marked-reader")
-    assert '\nMaya:\n"I moved to Lisbon last week." <\n"The flat is near the river." <\n' \
+    assert '\n3 Jan Maya:\n"I moved to Lisbon last week." <\n"The flat is near the river." <\n' \
         'Ben:"Congratulations! How is the commute?" <\n' in context
 
 
@@ -163,7 +163,7 @@ def test_speaker_runs_are_priced_exactly_and_never_cost_more(encoding, rows, bud
     # Every packed record's speaker is stated once on its line or by the speaker line above.
     speaker = None
     by_id = {r["id"]: r for r in rows}
-    lines = [line for line in bundle.context.splitlines()[2:-1]]
+    lines = reader_lines(bundle.context)[2:-1]
     records = iter(bundle.included)
     for line in lines:
         kind = reader_kind(line)

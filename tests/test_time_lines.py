@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import rms_duck
 from rms_duck.packing import pipeline
 from rms_duck.packing.layout import Layout
+from tests.conftest import reader_lines
 from tests.test_budget_properties import PROPERTY_SETTINGS
 
 _DAY = re.compile(r"\d{1,2} [A-Z][a-z]{2}")
@@ -32,7 +33,7 @@ def note(i: int, when: str | None, text: str = "", speaker: str | None = "Maya")
 def test_one_time_on_a_day_prints_the_day_alone():
     bundle = rms_duck.pack_candidates([note(0, "2023-05-28T18:12:00Z"),
                                        note(1, "2023-05-28T18:12:00Z")], budget=4000)
-    assert "\n2023\n28 May\nMaya:" in bundle.context and "18:12" not in bundle.context
+    assert "\n2023\n28 May Maya:\n" in bundle.context and "18:12" not in bundle.context
 
 
 def test_two_times_on_a_day_print_both_and_order_the_records():
@@ -40,15 +41,15 @@ def test_two_times_on_a_day_print_both_and_order_the_records():
                                        note(1, "2023-05-29T09:15:00Z", "Flat hunting today."),
                                        note(2, "2023-05-30T10:00:00Z", "Moved in.")],
                                       budget=4000)
-    assert ('\n29 May\n09:15\nMaya:"Flat hunting today."\n18:40\nMaya:"Signed the lease!"'
-            '\n30 May\nMaya:"Moved in."\n') in bundle.context
+    assert ('\n29 May\n09:15 Maya:"Flat hunting today."\n18:40 Maya:"Signed the lease!"'
+            '\n30 May Maya:"Moved in."\n') in bundle.context
 
 
 def test_a_midnight_record_and_a_timed_one_share_the_day_line():
     # Midnight prints no time (a date-only value); one other time alone is still one time.
     bundle = rms_duck.pack_candidates([note(0, "2023-05-29T00:00:00Z"),
                                        note(1, "2023-05-29T09:15:00Z")], budget=4000)
-    assert "\n29 May\nMaya:" in bundle.context and "09:15" not in bundle.context
+    assert '\n29 May Maya:"Note 0' in bundle.context and "09:15" not in bundle.context
 
 
 def test_a_time_line_appears_only_once_a_second_time_fits():
@@ -57,7 +58,7 @@ def test_a_time_line_appears_only_once_a_second_time_fits():
     large = rms_duck.pack_candidates(rows, budget=400, config={"overhead_tokens": 0})
     assert small.included_ids == ["n0"] and "09:15" not in small.context
     assert set(large.included_ids) == {"n0", "n1"}
-    assert "\n09:15\n" in large.context and "\n18:40\n" in large.context
+    assert "\n09:15 Maya:" in large.context and "\n18:40 Maya:" in large.context
     for bundle in (small, large):
         assert bundle.tokens_used == rms_duck.count_tokens(bundle.context)
 
@@ -73,7 +74,7 @@ def test_a_reader_subclass_with_date_lines_of_its_own_shape_keeps_every_line():
         rows = [note(0, "2026-01-05T09:00:00Z", "x"), note(1, "2026-02-07T10:00:00Z", "z")]
         bundle = rms_duck.pack_candidates(rows, budget=4000,
                                           config={"context_format": "month-reader"})
-        assert ('\n2026\nJanuary\n5\n09:00\nMaya:"x"\nFebruary\n7\n10:00\nMaya:"z"\n'
+        assert ('\n2026\nJanuary\n5\n09:00 Maya:"x"\nFebruary\n7\n10:00 Maya:"z"\n'
                 in bundle.context)
         assert bundle.tokens_used == rms_duck.count_tokens(bundle.context)
     finally:
@@ -149,7 +150,7 @@ def check_pack(monkeypatch, rows, budget, citations, encoding) -> None:
             if when.time() != datetime.min.time():  # midnight is a date-only value: no time
                 times[when.date().isoformat()].add(when.strftime("%H:%M:%S"))
     multi = sum(len(t) > 1 for t in times.values())
-    shown = sum(bool(_TIME.fullmatch(line)) for line in bundle.context.splitlines())
+    shown = sum(bool(_TIME.fullmatch(line)) for line in reader_lines(bundle.context))
     event("a day with two times" if multi else "no day with two times")
     # Every day with two or more times prints one line per time.
     expected = sum(len(t) for t in times.values() if len(t) > 1)
@@ -167,6 +168,6 @@ def test_a_naive_time_is_read_as_utc_by_the_reader_and_kept_apart_by_compact():
 
     naive, aware = datetime(2024, 3, 5, 17, 11), datetime(2024, 3, 5, 17, 11, tzinfo=UTC)
     assert pack(naive, "reader") == pack(aware, "reader")
-    assert "dates are UTC" in pack(naive, "reader") and "\n5 Mar\n" in pack(naive, "reader")
+    assert "dates are UTC" in pack(naive, "reader") and "\n5 Mar " in pack(naive, "reader")
     assert '"2024-03-05T17:11"' in pack(naive, "compact")
     assert '"2024-03-05T17:11Z"' in pack(aware, "compact")

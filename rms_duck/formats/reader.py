@@ -5,30 +5,32 @@
     [inferred, conflict c1] Maya:"I moved to Lisbon."     (undated records first)
     [conflict c1] Maya:"I live in Porto."
     2023                                                  (a year line, a day line ...)
-    28 May
-    Maya:"I moved to Lisbon."                             (... and the records they date)
-    Ben:"Congratulations!"
+    28 May Maya:                                          (... that opens the line below it:
+    "I moved to Lisbon."                                   here a speaker line naming the
+    "The flat is near the river."                          speaker of a run of records)
+    Ben:"Congratulations!"                                (a run of one names its speaker)
     29 May
-    09:15                                                 (time lines, UTC, only under a day
-    Maya:"Flat hunting today."                             whose records differ in time)
-    18:40
-    Maya:"Signed the lease!"
+    09:15 Maya:"Flat hunting today."                      (time lines, UTC, only under a day
+    18:40 Maya:"Signed the lease!"                         whose records differ in time)
     # metadata 121/4096 tokens, 0 excluded, conflicts c1
 
 Kinds of line, told apart by their first character: "#" a section heading or the metadata,
-a digit a year, day or time line, "(" the undated marker, anything else a record. A record
-line starts with a letter (a plain speaker name), a quote (its text, or a quoted speaker) or
-"[" (its ref and tags); its text is a JSON string, so no text can start a line of another
-kind; a speaker name that starts with a number or with 'Guidance' or 'Records' is quoted
-too, so no record line reads as the header or a guidance line (those come before the first
-heading). Within a section the records are in date order, undated first, so a year or day line
-is stated once for every record that shares it: '2023' then '28 May' costs 3 + 3 tokens
-where '2023-05-28' costs 7, and the year is stated once for all its days. A time line (4
-tokens) is printed only under a day whose packed records carry two or more times, where it
-tells the sessions apart. Receipt version 6 dropped the "- " that opened every record line
-(about 0.6 tokens a record) and shortened the header, section and metadata lines: at 1K
-tokens of multi-session dialogue that is about two more records. Only FULL or PROSE text is
-packed; PROSE that differs from the content carries a [summary] tag.
+a digit a year, day or time line (a day or time line may go on with the first line of the
+records it dates, where that saves tokens: '28 May Maya:' costs 4 tokens, '28 May' and
+'Maya:' on lines of their own 6), "(" the undated or no-speaker marker, a letter a speaker
+line ('Maya:', ending with the colon) or a record line naming its speaker, anything else a
+record. A record line starts with a letter (a plain speaker name), a quote (its text, or a
+quoted speaker) or "[" (its ref and tags), and ends with its text, a JSON string, so no text
+can start or end a line of another kind; a speaker name that starts with a number or with
+'Guidance' or 'Records' is quoted too, so no record line reads as the header or a guidance
+line (those come before the first heading). Within a section the records are in date order,
+undated first, so a year or day line is stated once for every record that shares it: '2023'
+then '28 May' costs 3 + 3 tokens where '2023-05-28' costs 7. A time line (4 tokens) is
+printed only under a day whose packed records carry two or more times, where it tells the
+sessions apart. Receipt version 8 names a speaker once for a run of its records of one date
+(speaker_lines, packing/layout.py prices the runs): at 1K tokens of multi-session dialogue
+that, with the date lines opening the lines below them, is about four more records. Only
+FULL or PROSE text is packed; PROSE that differs from the content carries a [summary] tag.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from .layout import (
     Layout,
     date_sort_key,
     inline_line,
+    merge_saving,
     run_sort_key,
     shown_dates,
 )
@@ -76,7 +77,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
             entry = _rerender(entry, ref, labels, layout)
             if numbered and ref is not None:
                 references[ref] = entry.candidate.id
-            body.extend(date_run(shown, dates))
+            above = date_run(shown, dates)
             if dates or shown:
                 shown = dates
             if layout.runs:
@@ -86,8 +87,14 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
                     view = replace(entry.view, speaker_above=False)
                     entry = replace(entry, view=view, line=lines[-1],
                                     cost=counter.line_cost(lines[-1]))
+                if layout.merges and above and above[-1] != UNDATED_LINE \
+                        and merge_saving(counter, above[-1], lines[0]) < 0:
+                    # The last date line opens the first line below it: '3 Jan Maya:'.
+                    lines[0] = f"{above.pop()} {lines[0]}"
+                body.extend(above)
                 body.extend(lines)
             else:
+                body.extend(above)
                 body.append(entry.line)
             entries.append(entry)
     header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)

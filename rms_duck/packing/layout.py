@@ -89,6 +89,9 @@ class Layout:
     # (sort keys and entries side by side), and the tokens of the speaker lines, inline
     # speakers and '(no speaker)' lines those runs print.
     runs: bool = field(init=False)
+    # Formats with speaker lines also print the last date line above a record on its first
+    # line ('3 Jan Maya:'), where it costs its line break and often a token of the name.
+    merges: bool = field(init=False)
     seq: dict[GroupKey, tuple[list[tuple], list[Entry]]] = field(init=False,
                                                                   default_factory=dict)
     speaker_tokens: int = field(init=False, default=0)
@@ -98,6 +101,7 @@ class Layout:
     def __post_init__(self) -> None:
         self.elide = elides_times(self.fmt)
         self.runs = bool(getattr(self.fmt, "speaker_lines", False))
+        self.merges = self.runs
         self._order = getattr(self.fmt, "date_order", None)
 
     @property
@@ -224,19 +228,33 @@ class Layout:
     # -- speaker runs (formats with speaker_lines) ----------------------------------------
 
     def _runs_delta(self, key: GroupKey, entry: Entry, seat: int) -> int:
-        """Tokens the speaker runs around `entry` gain when it joins them at its place in
-        date order: its own speaker, and its neighbours' runs it joins, splits or opens."""
+        """Tokens the lines around `entry` gain when it joins its section at its place in
+        print order: its own speaker, the runs of its neighbours it joins, splits or opens,
+        and the date line it or a neighbour now opens with."""
         keys, entries = self.seq.get(key, _EMPTY_SEQ)
         i = bisect_left(keys, (*self._print_key(entry), seat))
+        day = self._flips_when_added(key, entry)
+        if day is not None:  # its day's time lines appear: every line of that day may change
+            a, b = self._day_span(entries, i, day)
+            after = entries[a:i] + [entry] + entries[i:b]
+            return (self._span_extra(after, entries[a - 1] if a else None,
+                                     entries[b] if b < len(entries) else None,
+                                     self._shown_with(key, day, 2))
+                    - self._span_extra(entries[a:b], entries[a - 1] if a else None,
+                                       entries[b] if b < len(entries) else None,
+                                       self._shown_with(key, day, None)))
+        shown = self._shown_with(key, None, None)
         prev = entries[i - 1] if i else None
         before = entries[i - 2] if i > 1 else None
         nxt = entries[i] if i < len(entries) else None
-        after = entries[i + 1] if i + 1 < len(entries) else None
-        extra = self.run_extra(prev, entry, nxt)
+        after_next = entries[i + 1] if i + 1 < len(entries) else None
+        extra = self.line_extra(prev, entry, nxt, shown)
         if prev is not None:
-            extra += self.run_extra(before, prev, entry) - self.run_extra(before, prev, nxt)
+            extra += (self.line_extra(before, prev, entry, shown)
+                      - self.line_extra(before, prev, nxt, shown))
         if nxt is not None:
-            extra += self.run_extra(entry, nxt, after) - self.run_extra(prev, nxt, after)
+            extra += (self.line_extra(entry, nxt, after_next, shown)
+                      - self.line_extra(prev, nxt, after_next, shown))
         return extra
 
     def _print_key(self, entry: Entry) -> tuple:
@@ -248,20 +266,121 @@ class Layout:
         keys, entries = self.seq[key]
         i = bisect_left(keys, (*self._print_key(entry), entry.seat))  # seats are unique
         assert entries[i] is entry
-        prev = entries[i - 1] if i else None
-        before = entries[i - 2] if i > 1 else None
-        nxt = entries[i + 1] if i + 1 < len(entries) else None
-        after = entries[i + 2] if i + 2 < len(entries) else None
-        change = -self.run_extra(prev, entry, nxt)
-        if prev is not None:
-            change += self.run_extra(before, prev, nxt) - self.run_extra(before, prev, entry)
-        if nxt is not None:
-            change += self.run_extra(prev, nxt, after) - self.run_extra(entry, nxt, after)
+        day = self._flips_when_removed(key, entry)
+        if day is not None:  # its day's time lines go: every line of that day may change
+            a, b = self._day_span(entries, i, day)
+            outer = (entries[a - 1] if a else None, entries[b] if b < len(entries) else None)
+            change = (self._span_extra(entries[a:i] + entries[i + 1:b], *outer,
+                                       self._shown_with(key, day, 1))
+                      - self._span_extra(entries[a:b], *outer, self._shown_with(key, None, None)))
+        else:
+            shown = self._shown_with(key, None, None)
+            prev = entries[i - 1] if i else None
+            before = entries[i - 2] if i > 1 else None
+            nxt = entries[i + 1] if i + 1 < len(entries) else None
+            after = entries[i + 2] if i + 2 < len(entries) else None
+            change = -self.line_extra(prev, entry, nxt, shown)
+            if prev is not None:
+                change += (self.line_extra(before, prev, nxt, shown)
+                           - self.line_extra(before, prev, entry, shown))
+            if nxt is not None:
+                change += (self.line_extra(prev, nxt, after, shown)
+                           - self.line_extra(entry, nxt, after, shown))
         self.speaker_tokens += change
         del keys[i]
         del entries[i]
         if not entries:
             del self.seq[key]
+
+    # A day's time lines are printed only while its records carry two or more times
+    # (elides_lone_times); the entry that brings the second time, or takes it away, turns
+    # them on or off for the whole day, so its day is priced again as a whole.
+
+    def _flips_when_added(self, key: GroupKey, entry: Entry) -> tuple[str, ...] | None:
+        dates = entry.dates
+        if not (self.merges and self.elide and len(dates) > _TIME):
+            return None
+        times = self.times.get(key, {}).get(dates[:_TIME], ())
+        return dates[:_TIME] if len(times) == 1 and dates[_TIME] not in times else None
+
+    def _flips_when_removed(self, key: GroupKey, entry: Entry) -> tuple[str, ...] | None:
+        dates = entry.dates
+        if not (self.merges and self.elide and len(dates) > _TIME):
+            return None
+        times = self.times.get(key, {}).get(dates[:_TIME], ())
+        alone = self.dated.get(key, {}).get(dates[: _TIME + 1], 0) == 1
+        return dates[:_TIME] if len(times) == 2 and alone else None
+
+    @staticmethod
+    def _day_span(entries: list[Entry], i: int, day: tuple[str, ...]) -> tuple[int, int]:
+        """The slice of `entries` (in print order) that holds `day`'s records around i."""
+        a = i
+        while a and entries[a - 1].dates[:_TIME] == day:
+            a -= 1
+        b = i
+        while b < len(entries) and entries[b].dates[:_TIME] == day:
+            b += 1
+        return a, b
+
+    def _shown_with(self, key: GroupKey, day: tuple[str, ...] | None,
+                    count: int | None) -> Callable[[Entry], tuple[str, ...]]:
+        """The date lines each entry prints (shown_dates), with `day` holding `count`
+        distinct times instead of the times it holds now."""
+        times = self.times.get(key, {})
+        elide = self.elide
+
+        def shown(entry: Entry) -> tuple[str, ...]:
+            dates = entry.dates
+            if elide and len(dates) > _TIME:
+                n = count if count is not None and dates[:_TIME] == day else len(
+                    times.get(dates[:_TIME], ()))
+                if n < 2:
+                    return dates[:_TIME]
+            return dates
+        return shown
+
+    def _span_extra(self, span: list[Entry], outer_prev: Entry | None,
+                    outer_next: Entry | None, shown: Callable[[Entry], tuple[str, ...]]) -> int:
+        total = 0
+        for j, entry in enumerate(span):
+            prev = span[j - 1] if j else outer_prev
+            nxt = span[j + 1] if j + 1 < len(span) else outer_next
+            total += self.line_extra(prev, entry, nxt, shown)
+        return total
+
+    def line_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None,
+                   shown: Callable[[Entry], tuple[str, ...]]) -> int:
+        """run_extra, plus what merging the last date line printed above `entry` into its
+        first line saves (formats with speaker lines: '3 Jan Maya:' for '3 Jan' and
+        'Maya:')."""
+        extra = self.run_extra(prev, entry, nxt)
+        if not self.merges:
+            return extra
+        dates = shown(entry)
+        if not dates:
+            return extra
+        above = shown(prev) if prev is not None else ()
+        if dates == above:
+            return extra
+        last = dates[-1]  # the last date line printed above it (assemble.date_run)
+        first, cost = self.first_line(prev, entry, nxt)
+        return extra + merge_saving(self.counter, last, first, cost)
+
+    def first_line(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> tuple[str, int]:
+        """The first line `entry` prints between `prev` and `nxt` (see run_extra) and its
+        tokens."""
+        run = entry.run
+        if run is None:
+            if not entry.speaker and prev is not None and prev.speaker \
+                    and prev.dates[:_TIME] == entry.dates[:_TIME]:
+                return NO_SPEAKER_LINE, self.counter.line_cost(NO_SPEAKER_LINE)
+            return entry.line, entry.cost
+        if prev is not None and prev.run == run and prev.dates == entry.dates:
+            return entry.line, entry.cost
+        if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
+            return run, self.counter.line_cost(run)
+        self.run_extra(prev, entry, nxt)  # sets entry.inline
+        return inline_line(self.fmt, entry.view), entry.cost + entry.inline
 
     def run_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> int:
         """Tokens beyond its own line that `entry` brings between `prev` and `nxt`: the
@@ -338,6 +457,17 @@ def run_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
     undated records first in the order they were packed (ties keep it), as a section with
     no dated record always was."""
     return date_sort_key(entry, order) if entry.dates else _UNDATED
+
+
+def merge_saving(counter: LineCounter, last: str, first: str, cost: int | None = None) -> int:
+    """Tokens (<= 0) that printing date line `last` at the start of line `first` saves,
+    where it saves any: the line break, and often a token of the speaker's name (' Maya'
+    where a line starts 'May', 'a'). A line opening with '[m1]' can cost more that way,
+    and then keeps its own line."""
+    cost_of = counter.line_cost
+    joined = cost_of(f"{last} {first}") - cost_of(last) - (cost_of(first) if cost is None
+                                                           else cost)
+    return min(joined, 0)
 
 
 def speaker_run(fmt: Format, view: RecordView) -> str | None:
