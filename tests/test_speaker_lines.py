@@ -193,3 +193,26 @@ def test_sql_pack_prints_the_same_speaker_lines(con):
     table = pa.Table.from_pylist(DIALOGUE)
     assert rms_duck.pack(con, table, budget=400, store=False).context == \
         pack_candidates(DIALOGUE, budget=400).context
+
+
+DATE_LINES = st.sampled_from(["3 Jan", "28 May", "12 Sep", "09:00", "18:40:30", "00:05"])
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@settings(max_examples=examples(300), deadline=None)
+@given(date=DATE_LINES, speaker=st.one_of(st.none(), st.sampled_from(
+           ["Maya", "José María", "Ana-Lee O'Neil", "Li", "Sophie"])),
+       text=st.text(min_size=0, max_size=40), ref=st.booleans())
+def test_a_joined_date_line_costs_what_the_tokenizer_says(encoding, date, speaker, text, ref):
+    """LineCounter.joined_cost reads the cost of '3 Jan ' + a line off the line's own cost
+    and two short counts (the pattern proves the split); it must equal a whole count."""
+    from rms_duck.escape import json_text
+    from rms_duck.tokens.counter import LineCounter
+
+    line = ("[m12] " if ref else "") + (f"{speaker}:" if speaker else "") + json_text(text)
+    counter = LineCounter(encoding)
+    enc = get_encoding(encoding)
+    assert counter.joined_cost(date, line) == len(enc.encode_ordinary(f"{date} {line}\n"))
+    if speaker:  # a speaker line
+        assert counter.joined_cost(date, f"{speaker}:") == len(
+            enc.encode_ordinary(f"{date} {speaker}:\n"))

@@ -11,8 +11,9 @@ output is counted once to confirm it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from ..formats.base import RecordView
 from ..formats.metadata import solve_tokens_used
 from ..formats.reader import UNDATED_LINE
 from .compat import version3
@@ -26,6 +27,7 @@ from .layout import (
     merge_saving,
     run_sort_key,
     shown_dates,
+    speaker_on_line,
 )
 
 
@@ -84,9 +86,8 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
                 lines, alone = _speaker_lines(fmt, prev, entry,
                                               group[i + 1] if i + 1 < len(group) else None)
                 if alone:  # a run of one: its line names the speaker
-                    view = replace(entry.view, speaker_above=False)
-                    entry = replace(entry, view=view, line=lines[-1],
-                                    cost=counter.line_cost(lines[-1]))
+                    entry = _with_line(entry, speaker_on_line(entry.view), lines[-1],
+                                       counter.line_cost(lines[-1]))
                 if layout.merges and above and above[-1] != UNDATED_LINE \
                         and merge_saving(counter, above[-1], lines[0]) < 0:
                     # The last date line opens the first line below it: '3 Jan Maya:'.
@@ -193,9 +194,17 @@ def _label_number(label: str) -> int:
 def _rerender(entry: Entry, ref: str | None, labels: tuple[str, ...], layout: Layout) -> Entry:
     if entry.view.ref == ref and entry.view.conflict_labels == labels:
         return entry
-    view = replace(entry.view, ref=ref, conflict_labels=labels)
+    v = entry.view
+    view = RecordView(v.candidate, v.level, v.text, ref, v.contradicts, labels, v.speaker_above)
     line = layout.fmt.record_line(view)
-    return replace(entry, view=view, line=line, cost=layout.counter.line_cost(line))
+    return _with_line(entry, view, line, layout.counter.line_cost(line))
+
+
+def _with_line(entry: Entry, view: RecordView, line: str, cost: int) -> Entry:
+    """`entry` printed as `line` from `view` (dataclasses.replace, at a fraction of its
+    cost); the run and print caches do not go along: assembly is done with them."""
+    return Entry(view, line, cost, entry.section, entry.tier, entry.order, entry.speaker,
+                 entry.dates, entry.run, entry.seat)
 
 
 def _settle(context, lines, meta, count) -> tuple[str, int] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..formats import Format, RecordView
 from ..formats.base import elides_times
@@ -49,6 +49,7 @@ class Entry:
     run: str | None = None
     seat: int = 0  # when the layout took it in: ties in date order keep that order
     inline: int = -1  # tokens its speaker adds on its own line (a run of one); -1: not yet
+    alone: str | None = None  # its line naming its speaker itself (a run of one), once asked
     key: tuple | None = None  # its place in print order (run_sort_key), once asked
 
     @property
@@ -96,6 +97,10 @@ class Layout:
                                                                   default_factory=dict)
     speaker_tokens: int = field(init=False, default=0)
     seats: int = field(init=False, default=0)
+    # The last entry delta() priced, after how many changes to the runs, and its runs'
+    # tokens; add() takes them when nothing changed since.
+    _priced: tuple | None = field(init=False, default=None)
+    _changes: int = field(init=False, default=0)
     _order: Callable[..., tuple] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -131,7 +136,9 @@ class Layout:
         if entry.dates:
             extra += self._dates_delta(key, entry.dates)
         if self.runs:
-            extra += self._runs_delta(key, entry, self.seats)
+            runs = self._runs_delta(key, entry, self.seats)
+            self._priced = (entry, self._changes, runs)
+            extra += runs
         return extra
 
     def _dates_delta(self, key: GroupKey, dates: tuple[str, ...]) -> int:
@@ -156,7 +163,13 @@ class Layout:
         if entry.dates:
             self.date_tokens += self._dates_delta(key, entry.dates)
         if self.runs:
-            self.speaker_tokens += self._runs_delta(key, entry, self.seats)
+            priced = self._priced
+            # delta() priced this entry just now, as it is added after, in most calls.
+            same = priced is not None and priced[0] is entry and priced[1] == self._changes
+            self.speaker_tokens += priced[2] if same else self._runs_delta(  # type: ignore[index]
+                key, entry, self.seats)
+            self._priced = None
+            self._changes += 1
             entry.seat = self.seats
             self.seats += 1
             keys, entries = self.seq.setdefault(key, ([], []))
@@ -187,6 +200,7 @@ class Layout:
         key = group_key(entry.candidate.namespace_id, entry.section)
         if self.runs:
             self._leave_run(key, entry)
+            self._changes += 1
         group = self.groups[key]
         # By identity (no two packed entries are equal: each has its own order), not by
         # the dataclass's field-by-field __eq__ on every entry before it.
@@ -380,7 +394,12 @@ class Layout:
         if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
             return run, self.counter.line_cost(run)
         self.run_extra(prev, entry, nxt)  # sets entry.inline
-        return inline_line(self.fmt, entry.view), entry.cost + entry.inline
+        return self.alone_line(entry), entry.cost + entry.inline
+
+    def alone_line(self, entry: Entry) -> str:
+        if entry.alone is None:
+            entry.alone = inline_line(self.fmt, entry.view)
+        return entry.alone
 
     def run_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> int:
         """Tokens beyond its own line that `entry` brings between `prev` and `nxt`: the
@@ -400,7 +419,7 @@ class Layout:
         if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
             return self.counter.line_cost(run)
         if entry.inline < 0:
-            entry.inline = self.counter.line_cost(inline_line(self.fmt, entry.view)) - entry.cost
+            entry.inline = self.counter.line_cost(self.alone_line(entry)) - entry.cost
         return entry.inline
 
     def _metadata_delta(self, entry: Entry) -> int:
@@ -418,6 +437,7 @@ class Layout:
         self.records = self.speakers = self.used = 0
         self.line_tokens = self.date_tokens = self.speaker_tokens = 0
         self.seq.clear()
+        self._changes += 1
         self.metadata.clear()
 
     def ordered(self) -> list[tuple[GroupKey, list[Entry]]]:
@@ -465,8 +485,8 @@ def merge_saving(counter: LineCounter, last: str, first: str, cost: int | None =
     where a line starts 'May', 'a'). A line opening with '[m1]' can cost more that way,
     and then keeps its own line."""
     cost_of = counter.line_cost
-    joined = cost_of(f"{last} {first}") - cost_of(last) - (cost_of(first) if cost is None
-                                                           else cost)
+    joined = counter.joined_cost(last, first) - cost_of(last) - (
+        cost_of(first) if cost is None else cost)
     return min(joined, 0)
 
 
@@ -480,7 +500,14 @@ def speaker_run(fmt: Format, view: RecordView) -> str | None:
 
 def inline_line(fmt: Format, view: RecordView) -> str:
     """The record's line naming its own speaker: how a run of one record is printed."""
-    return fmt.record_line(replace(view, speaker_above=False))
+    return fmt.record_line(speaker_on_line(view))
+
+
+def speaker_on_line(view: RecordView) -> RecordView:
+    """`view` with its speaker printed on its own line (dataclasses.replace, at a fraction
+    of its cost: assembly asks it of every run of one)."""
+    return RecordView(view.candidate, view.level, view.text, view.ref, view.contradicts,
+                      view.conflict_labels, False)
 
 
 def shown_dates(fmt: Format, group: list[Entry]) -> list[tuple[str, ...]]:

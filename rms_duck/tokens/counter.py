@@ -46,6 +46,10 @@ _FLOOR_LIMIT = 32_768
 _FLOOR_CHARS = 8 * 1024 * 1024
 _FLOOR_SIZES: dict[str, list[int]] = {}
 _CACHES_LOCK = threading.Lock()
+# Per encoding: the costs of short texts (joined_cost), and the compiled pre-tokenizer.
+_SHORT: dict[str, dict[str, int]] = {}
+_JOINED: dict[str, dict[tuple[str, str], int]] = {}
+_SCANNERS: dict[str, object] = {}
 _MAX_TOKEN_BYTES: dict[str, int] = {}
 
 # Characters str.split() treats as whitespace but a rendered line does not: JSON-string
@@ -181,6 +185,64 @@ class LineCounter:
             self._remember(line, cost)
             if self._fresh is not None:
                 self._fresh[line] = cost
+        return cost
+
+    def joined_cost(self, prefix: str, line: str) -> int:
+        """Exact tokens of `prefix + " " + line + "\\n"`, read off line_cost(line) and two
+        short counts where the cl100k_base or o200k_base pattern proves the split, else
+        counted whole. The reader prices a date line opening the line below it this way
+        for every record it tries, so it would otherwise tokenize each such line twice.
+
+        The pieces of the joined line are those of `prefix` (whose last piece ends at its
+        last character, a letter or digit, as no piece takes a letter or digit and then a
+        space), then those of " " + line. Those in turn are the pieces of `line` from the
+        first place where both scans of it (with and without the leading space) end a
+        piece: neither pattern looks behind, so the scans agree from there. BPE never
+        merges across pieces, so only the pieces before that place differ.
+        """
+        memo = _JOINED.setdefault(self.encoding, {}) if self._proven else {}
+        key = (prefix, line)
+        cost = memo.get(key)
+        if cost is None:
+            cost = self._joined_cost(prefix, line)
+            if len(memo) >= 65_536:
+                memo.clear()
+            memo[key] = cost
+        return cost
+
+    def _joined_cost(self, prefix: str, line: str) -> int:
+        scanner = _scanner(self.encoding) if self._proven else None
+        if scanner is None or not prefix or not prefix[-1].isalnum() or not line \
+                or line[0].isspace():
+            return self.line_cost(f"{prefix} {line}")
+        plain = spaced = 0  # where each scan has got to, in `line`'s positions (spaced - 1)
+        spaced_line = " " + line
+        for _ in range(8):
+            if plain == spaced - 1 and plain:
+                break
+            if plain < spaced - 1 or plain == 0 and spaced:
+                found = scanner.match(line, plain)
+                plain = found.end() if found and found.end() > plain else -1
+            else:
+                found = scanner.match(spaced_line, spaced)
+                spaced = found.end() if found and found.end() > spaced else -1
+            if plain < 0 or spaced < 0 or plain >= len(line) or spaced > len(line):
+                return self.line_cost(f"{prefix} {line}")
+        else:
+            return self.line_cost(f"{prefix} {line}")
+        head = line[:plain]
+        return (self._short(prefix) + self.line_cost(line) - self._short(head)
+                + self._short(" " + head))
+
+    def _short(self, text: str) -> int:
+        """Tokens of a short piece of a line (a date, a name), remembered per encoding."""
+        memo = _SHORT.setdefault(self.encoding, {})
+        cost = memo.get(text)
+        if cost is None:
+            cost = len(self._encode(text))
+            if len(memo) >= 65_536:
+                memo.clear()
+            memo[text] = cost
         return cost
 
     def sums_exactly(self, lines: Iterable[str]) -> bool:
@@ -326,3 +388,13 @@ def clear_line_cache() -> None:
         for cache in (*_CACHES.values(), *_FLOORS.values()):
             cache.clear()
         _CACHE_SIZES.clear()
+
+
+def _scanner(encoding: str):
+    """The encoding's pre-tokenizer pattern, compiled (None where the encoding has none)."""
+    if encoding not in _SCANNERS:
+        import regex  # tiktoken's own dependency, for its \p{...} classes
+
+        pattern = getattr(get_encoding(encoding), "_pat_str", None)
+        _SCANNERS[encoding] = regex.compile(pattern) if isinstance(pattern, str) else None
+    return _SCANNERS[encoding]
