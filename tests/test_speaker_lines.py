@@ -213,6 +213,26 @@ def test_a_joined_date_line_costs_what_the_tokenizer_says(encoding, date, speake
     counter = LineCounter(encoding)
     enc = get_encoding(encoding)
     assert counter.joined_cost(date, line) == len(enc.encode_ordinary(f"{date} {line}\n"))
-    if speaker:  # a speaker line
+    if speaker:  # a speaker line, and a speaker on its record's line
         assert counter.joined_cost(date, f"{speaker}:") == len(
             enc.encode_ordinary(f"{date} {speaker}:\n"))
+        assert counter.joined_cost(speaker, json_text(text), ":") == len(
+            enc.encode_ordinary(f"{speaker}:{json_text(text)}\n"))
+
+
+def test_joined_line_memos_keep_no_long_line():
+    """The memos behind joined_cost hold only lines up to 1,024 characters: a pack of long
+    dated records must not pin their text (the render memo's lesson, adversarial review
+    M5)."""
+    from rms_duck.tokens import counter as counter_module
+
+    counter_module.clear_line_cache()
+    long_text = "dolor sit " * 20_000
+    rows = [turn(i, "Maya", f"{i} {long_text}", at(3 + i)) for i in range(3)]
+    bundle = pack_candidates(rows, budget=200_000)
+    assert len(bundle.included) == 3 and "\n4 Jan Maya:" in bundle.context
+    assert bundle.tokens_used == len(get_encoding("o200k_base").encode_ordinary(bundle.context))
+    held = [key for memo in counter_module._JOINED.values() for key in memo] + [
+        line for memo in counter_module._DERIVED.values() for line in memo] + [
+        text for memo in counter_module._SHORT.values() for text in memo]
+    assert all(len("".join(key)) <= 1_100 for key in held)

@@ -138,6 +138,8 @@ class ReaderFormat(BaseFormat):
         None when the record shows no speaker, or one that must be quoted, or when its line
         opens with a [ref] or [tags]: after '] ' a plain name costs a token or two, less than
         a line of its own, so such a line names its speaker itself ('[m3] Maya:"text"')."""
+        # Asked once per record and level a pack prices (Selector.run_of remembers it):
+        # a memo across packs would keep each view's text alive, as the render memo must not.
         if not self.shows_speaker(view) or view.ref is not None or reader_tags(view) \
                 or validity_window(view):
             return None
@@ -232,3 +234,4 @@ def reader_tags(view: RecordView) -> str:
     elif view.contradicts:
         tags.append("conflict")
     return ", ".join(tags)
+

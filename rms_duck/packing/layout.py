@@ -101,6 +101,7 @@ class Layout:
     # tokens; add() takes them when nothing changed since.
     _priced: tuple | None = field(init=False, default=None)
     _changes: int = field(init=False, default=0)
+    _keys: dict[tuple[str, Level], tuple] = field(init=False, default_factory=dict)
     _order: Callable[..., tuple] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -263,17 +264,23 @@ class Layout:
         nxt = entries[i] if i < len(entries) else None
         after_next = entries[i + 1] if i + 1 < len(entries) else None
         extra = self.line_extra(prev, entry, nxt, shown)
-        if prev is not None:
+        # A neighbour's lines change only where what it reads of the entry beside it does.
+        if prev is not None and _same_run(prev, entry) != _same_run(prev, nxt):
             extra += (self.line_extra(before, prev, entry, shown)
                       - self.line_extra(before, prev, nxt, shown))
-        if nxt is not None:
+        if nxt is not None and _after(prev, nxt, shown) != _after(entry, nxt, shown):
             extra += (self.line_extra(entry, nxt, after_next, shown)
                       - self.line_extra(prev, nxt, after_next, shown))
         return extra
 
     def _print_key(self, entry: Entry) -> tuple:
         if entry.key is None:
-            entry.key = run_sort_key(entry, self._order)
+            # Per record and level: packing tries the same records again and again.
+            known = (entry.candidate.id, entry.view.level)
+            key = self._keys.get(known)
+            if key is None:
+                key = self._keys[known] = run_sort_key(entry, self._order)
+            entry.key = key
         return entry.key
 
     def _leave_run(self, key: GroupKey, entry: Entry) -> None:
@@ -294,10 +301,10 @@ class Layout:
             nxt = entries[i + 1] if i + 1 < len(entries) else None
             after = entries[i + 2] if i + 2 < len(entries) else None
             change = -self.line_extra(prev, entry, nxt, shown)
-            if prev is not None:
+            if prev is not None and _same_run(prev, entry) != _same_run(prev, nxt):
                 change += (self.line_extra(before, prev, nxt, shown)
                            - self.line_extra(before, prev, entry, shown))
-            if nxt is not None:
+            if nxt is not None and _after(prev, nxt, shown) != _after(entry, nxt, shown):
                 change += (self.line_extra(prev, nxt, after, shown)
                            - self.line_extra(entry, nxt, after, shown))
         self.speaker_tokens += change
@@ -419,7 +426,12 @@ class Layout:
         if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
             return self.counter.line_cost(run)
         if entry.inline < 0:
-            entry.inline = self.counter.line_cost(self.alone_line(entry)) - entry.cost
+            alone = self.alone_line(entry)
+            if alone == run + entry.line:  # 'Maya:' + '"text"', the reader's own line
+                cost = self.counter.joined_cost(run[:-1], entry.line, ":", entry.cost)
+            else:
+                cost = self.counter.line_cost(alone)
+            entry.inline = cost - entry.cost
         return entry.inline
 
     def _metadata_delta(self, entry: Entry) -> int:
@@ -457,6 +469,23 @@ _EMPTY_SEQ: tuple[list[tuple], list[Entry]] = ([], [])
 NO_SPEAKER_LINE = "(no speaker)"
 
 
+def _same_run(entry: Entry, nxt: Entry | None) -> bool:
+    """Whether `nxt` goes on the run `entry` is in: all line_extra reads of the next entry."""
+    return nxt is not None and entry.run is not None and nxt.run == entry.run \
+        and nxt.dates == entry.dates
+
+
+def _after(prev: Entry | None, entry: Entry,
+           shown: Callable[[Entry], tuple[str, ...]]) -> tuple[bool, bool, bool]:
+    """All that line_extra reads of the entry before `entry`: whether it opens the run
+    `entry` goes on, whether it names a speaker on the same day, whether it prints the same
+    date lines."""
+    if prev is None:
+        return False, False, not shown(entry)
+    return (_same_run(prev, entry), prev.speaker and prev.dates[:_TIME] == entry.dates[:_TIME],
+            shown(prev) == shown(entry))
+
+
 def date_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
     """Where `entry` goes in its section's date order: undated first, then by the format's
     date_order (its date lines, if it has none), session and place in the session."""
@@ -485,9 +514,8 @@ def merge_saving(counter: LineCounter, last: str, first: str, cost: int | None =
     where a line starts 'May', 'a'). A line opening with '[m1]' can cost more that way,
     and then keeps its own line."""
     cost_of = counter.line_cost
-    joined = counter.joined_cost(last, first) - cost_of(last) - (
-        cost_of(first) if cost is None else cost)
-    return min(joined, 0)
+    own = cost_of(first) if cost is None else cost
+    return min(counter.joined_cost(last, first, " ", own) - cost_of(last) - own, 0)
 
 
 def speaker_run(fmt: Format, view: RecordView) -> str | None:

@@ -83,6 +83,7 @@ def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
     return view
 
 
+_UNASKED = object()
 _UnfrozenView = unfrozen_twin(RecordView, ("candidate", "level", "text", "ref", "contradicts",
                                            "conflict_labels", "speaker_above"))
 
@@ -130,6 +131,7 @@ class Selector:
         self.config = config
         self.fmt = get_format(config.context_format)
         self._speaker_lines = bool(getattr(self.fmt, "speaker_lines", False))
+        self._runs: dict[tuple[str, Level], str | None] = {}
         self.counter = counter
         self.available = available
         self.conflicts = conflicts
@@ -172,11 +174,23 @@ class Selector:
         the line assembly prints (refs and labels numbered in context order) costs no more."""
         contradicts = self.conflicts.get(c.id, ())
         labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
-        view = _new_view(c, level, text, self.provisional_ref, contradicts, labels)
-        if self._speaker_lines and speaker_run(self.fmt, view) is not None:
-            # Priced as a run's line; a run of one adds its speaker back (Layout.run_extra).
-            view = _new_view(c, level, text, self.provisional_ref, contradicts, labels, True)
-        return view
+        if not self._speaker_lines:
+            return _new_view(c, level, text, self.provisional_ref, contradicts, labels)
+        run = self._runs.get((c.id, level), _UNASKED)
+        if run is _UNASKED:
+            run = self.run_of(_new_view(c, level, text, self.provisional_ref, contradicts,
+                                        labels))
+        # Priced as a run's line; a run of one adds its speaker back (Layout.run_extra).
+        return _new_view(c, level, text, self.provisional_ref, contradicts, labels,
+                         run is not None)
+
+    def run_of(self, view: RecordView) -> str | None:
+        """speaker_run(fmt, view), once per record and level: packing prices the same
+        records again and again, always with the same provisional ref and labels."""
+        key = (view.candidate.id, view.level)
+        if key not in self._runs:
+            self._runs[key] = speaker_run(self.fmt, view)
+        return self._runs[key]
 
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
@@ -308,7 +322,7 @@ class Selector:
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
                           self.fmt.shows_speaker(view), dated(self.fmt, view),
-                          speaker_run(self.fmt, view))
+                          self.run_of(view))
             delta = self.layout.delta(entry)
             if delta <= self.remaining():
                 self.layout.add(entry, delta)
@@ -334,7 +348,7 @@ class Selector:
             entry = Entry(view, line, self.counter.line_cost(line), section,
                           int(self.outcomes[c.id].tier), self._sequence,
                           self.fmt.shows_speaker(view), dated(self.fmt, view),
-                          speaker_run(self.fmt, view))
+                          self.run_of(view))
             delta = self.layout.delta(entry)
             if best is None or delta < best[0]:
                 best = (delta, level)

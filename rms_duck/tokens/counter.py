@@ -48,7 +48,13 @@ _FLOOR_SIZES: dict[str, list[int]] = {}
 _CACHES_LOCK = threading.Lock()
 # Per encoding: the costs of short texts (joined_cost), and the compiled pre-tokenizer.
 _SHORT: dict[str, dict[str, int]] = {}
-_JOINED: dict[str, dict[tuple[str, str], int]] = {}
+_JOINED: dict[str, dict[tuple[str, str, str], int]] = {}
+# Joined lines are remembered only up to this many characters, and this many per memo, so
+# the memos stay within about 32 MB per encoding whatever the records hold.
+_JOINED_CHARS = 1_024
+_JOINED_LIMIT = 32_768
+_DERIVED: dict[str, dict[str, int]] = {}
+_NONE: dict[str, int] = {}
 _SCANNERS: dict[str, object] = {}
 _MAX_TOKEN_BYTES: dict[str, int] = {}
 
@@ -179,6 +185,10 @@ class LineCounter:
             cost = self._loaded.get(line)
             if cost is not None:
                 self.consulted.add(line)
+        if cost is None and self._proven:
+            # A joined line whose cost joined_cost() read off its parts (the pattern proves
+            # it, as it proves sums_exactly).
+            cost = _DERIVED.get(self.encoding, _NONE).get(line)
         if cost is None:
             cost = len(self._encode(line + "\n"))
             self.misses += 1
@@ -187,60 +197,75 @@ class LineCounter:
                 self._fresh[line] = cost
         return cost
 
-    def joined_cost(self, prefix: str, line: str) -> int:
-        """Exact tokens of `prefix + " " + line + "\\n"`, read off line_cost(line) and two
-        short counts where the cl100k_base or o200k_base pattern proves the split, else
-        counted whole. The reader prices a date line opening the line below it this way
-        for every record it tries, so it would otherwise tokenize each such line twice.
+    def joined_cost(self, prefix: str, line: str, sep: str = " ",
+                    line_cost: int | None = None) -> int:
+        """Exact tokens of `prefix + sep + line + "\\n"`, read off line_cost(line) (or the
+        `line_cost` given) and two short counts where the cl100k_base or o200k_base pattern
+        proves the split, else counted whole. The reader prices a date line opening the line
+        below it ('3 Jan Maya:', sep " ") and a speaker on its record's line ('Maya:"..."',
+        sep ":") this way for every record it tries, rather than tokenize each record's line
+        two or three times.
 
         The pieces of the joined line are those of `prefix` (whose last piece ends at its
-        last character, a letter or digit, as no piece takes a letter or digit and then a
-        space), then those of " " + line. Those in turn are the pieces of `line` from the
-        first place where both scans of it (with and without the leading space) end a
-        piece: neither pattern looks behind, so the scans agree from there. BPE never
-        merges across pieces, so only the pieces before that place differ.
+        last character, a letter or digit: no piece takes a letter or digit and then a space
+        or a colon), then those of sep + line. Those in turn are the pieces of `line` from
+        the first place where both scans of it (with and without sep) end a piece: neither
+        pattern looks behind, so the scans agree from there. BPE never merges across
+        pieces, so only the pieces before that place differ.
         """
-        memo = _JOINED.setdefault(self.encoding, {}) if self._proven else {}
-        key = (prefix, line)
+        if not self._proven or len(line) > _JOINED_CHARS:  # remember short lines only
+            return self._joined_cost(prefix, line, sep, line_cost)
+        memo = _JOINED.setdefault(self.encoding, {})
+        key = (prefix, sep, line)
         cost = memo.get(key)
         if cost is None:
-            cost = self._joined_cost(prefix, line)
-            if len(memo) >= 65_536:
+            cost = self._joined_cost(prefix, line, sep, line_cost)
+            if len(memo) >= _JOINED_LIMIT:
                 memo.clear()
             memo[key] = cost
         return cost
 
-    def _joined_cost(self, prefix: str, line: str) -> int:
+    def _joined_cost(self, prefix: str, line: str, sep: str, line_cost: int | None) -> int:
         scanner = _scanner(self.encoding) if self._proven else None
+        whole = f"{prefix}{sep}{line}"
         if scanner is None or not prefix or not prefix[-1].isalnum() or not line \
-                or line[0].isspace():
-            return self.line_cost(f"{prefix} {line}")
-        plain = spaced = 0  # where each scan has got to, in `line`'s positions (spaced - 1)
-        spaced_line = " " + line
+                or line[0].isspace() or sep not in (" ", ":"):
+            return self.line_cost(whole)
+        plain, joined = 0, 0  # where each scan has got to: in `line`, in sep + line
+        with_sep = sep + line
         for _ in range(8):
-            if plain == spaced - 1 and plain:
+            if plain == joined - 1 and plain:
                 break
-            if plain < spaced - 1 or plain == 0 and spaced:
+            if plain < joined - 1 or plain == 0 and joined:
                 found = scanner.match(line, plain)
                 plain = found.end() if found and found.end() > plain else -1
             else:
-                found = scanner.match(spaced_line, spaced)
-                spaced = found.end() if found and found.end() > spaced else -1
-            if plain < 0 or spaced < 0 or plain >= len(line) or spaced > len(line):
-                return self.line_cost(f"{prefix} {line}")
+                found = scanner.match(with_sep, joined)
+                joined = found.end() if found and found.end() > joined else -1
+            if plain < 0 or joined < 0 or plain >= len(line) or joined > len(line):
+                return self.line_cost(whole)
         else:
-            return self.line_cost(f"{prefix} {line}")
+            return self.line_cost(whole)
         head = line[:plain]
-        return (self._short(prefix) + self.line_cost(line) - self._short(head)
-                + self._short(" " + head))
+        own = self.line_cost(line) if line_cost is None else line_cost
+        cost = self._short(prefix) + own - self._short(head) + self._short(sep + head)
+        if len(whole) <= _JOINED_CHARS:
+            # line_cost() answers for the joined line from here: assembly prints it.
+            derived = _DERIVED.setdefault(self.encoding, {})
+            if len(derived) >= _JOINED_LIMIT:
+                derived.clear()
+            derived[whole] = cost
+        return cost
 
     def _short(self, text: str) -> int:
         """Tokens of a short piece of a line (a date, a name), remembered per encoding."""
+        if len(text) > 256:
+            return len(self._encode(text))
         memo = _SHORT.setdefault(self.encoding, {})
         cost = memo.get(text)
         if cost is None:
             cost = len(self._encode(text))
-            if len(memo) >= 65_536:
+            if len(memo) >= _JOINED_LIMIT:
                 memo.clear()
             memo[text] = cost
         return cost
@@ -255,8 +280,10 @@ class LineCounter:
         at the next line's first character, neither "/" nor a break) or through a run of
         spaces and breaks (which stops there too, as that character is not a space); no
         other part of either pattern matches a newline or looks past one, and BPE never
-        merges across pieces. Every cost must also come from the tokenizer here: a cost
-        loaded from storage is not evidence, so a counter that used one returns False.
+        merges across pieces. Every cost must also come from the tokenizer here (or from
+        joined_cost, which reads a joined line's cost off tokenizer counts of its parts by
+        the same pattern): a cost loaded from storage is not evidence, so a counter that
+        used one returns False.
         """
         if not self._proven or self.consulted or self.rejected:
             return False
@@ -385,8 +412,11 @@ class LineCounter:
 def clear_line_cache() -> None:
     """Forget every cached line cost (tests use it to measure the cold path)."""
     with _CACHES_LOCK:
-        for cache in (*_CACHES.values(), *_FLOORS.values()):
+        for cache in (*_CACHES.values(), *_FLOORS.values(), *_SHORT.values(),
+                      *_DERIVED.values()):
             cache.clear()
+        for joined in _JOINED.values():
+            joined.clear()
         _CACHE_SIZES.clear()
 
 
