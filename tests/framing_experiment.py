@@ -3,9 +3,11 @@
 Ranks every question of an eval set once, as `rms-duck eval` does, then packs the same
 candidates at one budget under reader-format variants that are experiments, not shipped:
 
-  as shipped     a year line and a '22 Aug' day line, each once per run, and time lines
+  as shipped     speaker lines over each run of one speaker's records, and date lines
+                 that open the line below them where that saves tokens (receipt version 8)
+  reader@7       a year line and a '22 Aug' day line, each once per run, and time lines
                  only under a day whose records differ in time; '#' section and metadata
-                 headings and record lines without a marker (receipt version 6)
+                 headings and record lines without a marker (receipt versions 6 and 7)
   reader@5       the same dates, with "- " record lines, bracketed section and metadata
                  lines and a 20-token header (the reader of receipt version 5)
   reader@3       a time line under every timed day, the 28-token header and the JSON
@@ -48,7 +50,8 @@ def _no_dates(self, view):
 
 
 # name: (context_format, the reader's date lines)
-VARIANTS = {"as shipped": ("reader", SHIPPED), "reader@5": ("reader@5", SHIPPED),
+VARIANTS = {"as shipped": ("reader", SHIPPED), "reader@7": ("reader@7", SHIPPED),
+            "reader@5": ("reader@5", SHIPPED),
             "reader@3": ("reader@3", SHIPPED),
             "ISO days": ("reader@2", SHIPPED), "no times": ("reader", _no_times),
             "no dates": ("reader", _no_dates)}
