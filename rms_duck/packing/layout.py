@@ -258,19 +258,24 @@ class Layout:
                     - self._span_extra(entries[a:b], entries[a - 1] if a else None,
                                        entries[b] if b < len(entries) else None,
                                        self._shown_with(key, day, None)))
-        shown = self._shown_with(key, None, None)
+        return self._joining(entries, i, i, entry, self._shown_with(key, None, None))
+
+    def _joining(self, entries: list[Entry], i: int, j: int, entry: Entry,
+                 shown: Callable[[Entry], tuple[str, ...]]) -> int:
+        """Tokens `entry` brings between entries[i - 1] and entries[j] (j is i when it is
+        not among them yet, i + 1 when it is entries[i]): its own, and its neighbours'."""
         prev = entries[i - 1] if i else None
         before = entries[i - 2] if i > 1 else None
-        nxt = entries[i] if i < len(entries) else None
-        after_next = entries[i + 1] if i + 1 < len(entries) else None
+        nxt = entries[j] if j < len(entries) else None
+        after = entries[j + 1] if j + 1 < len(entries) else None
         extra = self.line_extra(prev, entry, nxt, shown)
         # A neighbour's lines change only where what it reads of the entry beside it does.
         if prev is not None and _same_run(prev, entry) != _same_run(prev, nxt):
             extra += (self.line_extra(before, prev, entry, shown)
                       - self.line_extra(before, prev, nxt, shown))
         if nxt is not None and _after(prev, nxt, shown) != _after(entry, nxt, shown):
-            extra += (self.line_extra(entry, nxt, after_next, shown)
-                      - self.line_extra(prev, nxt, after_next, shown))
+            extra += (self.line_extra(entry, nxt, after, shown)
+                      - self.line_extra(prev, nxt, after, shown))
         return extra
 
     def _print_key(self, entry: Entry) -> tuple:
@@ -294,19 +299,8 @@ class Layout:
             change = (self._span_extra(entries[a:i] + entries[i + 1:b], *outer,
                                        self._shown_with(key, day, 1))
                       - self._span_extra(entries[a:b], *outer, self._shown_with(key, None, None)))
-        else:
-            shown = self._shown_with(key, None, None)
-            prev = entries[i - 1] if i else None
-            before = entries[i - 2] if i > 1 else None
-            nxt = entries[i + 1] if i + 1 < len(entries) else None
-            after = entries[i + 2] if i + 2 < len(entries) else None
-            change = -self.line_extra(prev, entry, nxt, shown)
-            if prev is not None and _same_run(prev, entry) != _same_run(prev, nxt):
-                change += (self.line_extra(before, prev, nxt, shown)
-                           - self.line_extra(before, prev, entry, shown))
-            if nxt is not None and _after(prev, nxt, shown) != _after(entry, nxt, shown):
-                change += (self.line_extra(prev, nxt, after, shown)
-                           - self.line_extra(entry, nxt, after, shown))
+        else:  # taking it out undoes what putting it there brought
+            change = -self._joining(entries, i, i + 1, entry, self._shown_with(key, None, None))
         self.speaker_tokens += change
         del keys[i]
         del entries[i]
