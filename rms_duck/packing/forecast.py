@@ -9,7 +9,6 @@ Neither changes a bundle, because a cached cost is the exact cost of that exact 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
@@ -48,9 +47,10 @@ def likely_lines(candidates: Sequence[Candidate], config: PackingConfig, budget:
         contradicts = conflicts.get(c.id, ())
         labels = (label,) * len(contradicts) if fmt.labels_conflicts else ()
         view = RecordView(c, Level.FULL, text, ref, contradicts, labels)
-        run = speaker_run(fmt, view)
-        if run is not None:  # priced as a run's line (its speaker on a line of its own)
-            lines.append(fmt.record_line(replace(view, speaker_above=True)))
+        if speaker_run(fmt, view) is not None:
+            # Priced as a run's line; the line naming its speaker is priced off that one
+            # (LineCounter.joined_cost).
+            view = RecordView(c, Level.FULL, text, ref, contradicts, labels, True)
         lines.append(fmt.record_line(view))
         room -= word_runs(text)
     return lines
@@ -67,9 +67,14 @@ def frame_lines(candidates: Sequence[Candidate], config: PackingConfig, budget: 
              fmt.header(speakers=True, citations=citations), widest]
     for namespace in sorted({c.namespace_id for c in candidates}, key=lambda n: (n is not None, n)):
         lines.extend(fmt.section_label(section, namespace) for section in Section)
-    if getattr(fmt, "speaker_lines", False):
-        lines.extend(sorted({run for c in candidates if c.has_text and (run := speaker_run(
-            fmt, RecordView(c, Level.FULL, c.content, None))) is not None}))
+    if getattr(fmt, "speaker_lines", False):  # one speaker line per speaker that has one
+        runs: dict[str, str] = {}
+        for c in candidates:
+            if c.speaker is not None and c.speaker not in runs and c.has_text:
+                run = speaker_run(fmt, RecordView(c, Level.FULL, c.content, None))
+                if run is not None:
+                    runs[c.speaker] = run
+        lines.extend(sorted(runs.values()))
     return lines
 
 

@@ -175,6 +175,10 @@ class LineCounter:
     def line_cost(self, line: str) -> int:
         """Exact tokens of `line + "\\n"`, from the cache when this line was seen before."""
         cost = self._cache.get(line)
+        if cost is None and self._proven:
+            # A joined line whose cost joined_cost() read off its parts (the pattern proves
+            # it, as it proves sums_exactly): never a miss that loads stored costs.
+            cost = _DERIVED.get(self.encoding, _NONE).get(line)
         if cost is None and self._loaded:
             cost = self._loaded.get(line)
             if cost is not None:
@@ -185,10 +189,6 @@ class LineCounter:
             cost = self._loaded.get(line)
             if cost is not None:
                 self.consulted.add(line)
-        if cost is None and self._proven:
-            # A joined line whose cost joined_cost() read off its parts (the pattern proves
-            # it, as it proves sums_exactly).
-            cost = _DERIVED.get(self.encoding, _NONE).get(line)
         if cost is None:
             cost = len(self._encode(line + "\n"))
             self.misses += 1
