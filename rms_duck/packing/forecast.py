@@ -87,5 +87,9 @@ def standalone_lines(candidate: Candidate, context_format: str) -> list[str]:
     for level in levels:
         text = representation_text(candidate, level)
         if text is not None:
-            lines.append(fmt.record_line(RecordView(candidate, level, text, None, ())))
+            view = RecordView(candidate, level, text, None, ())
+            lines.append(fmt.record_line(view))
+            if speaker_run(fmt, view) is not None:  # as a run's line too, how packs price it
+                lines.append(fmt.record_line(RecordView(candidate, level, text, None, (), (),
+                                                        True)))
     return lines
