@@ -234,4 +234,3 @@ def reader_tags(view: RecordView) -> str:
     elif view.contradicts:
         tags.append("conflict")
     return ", ".join(tags)
-

@@ -17,7 +17,6 @@ from ..formats.base import RecordView
 from ..formats.metadata import solve_tokens_used
 from ..formats.reader import UNDATED_LINE
 from .compat import version3
-from .layout import DAY as _DAY
 from .layout import (
     NO_SPEAKER_LINE,
     Entry,
@@ -25,6 +24,7 @@ from .layout import (
     date_sort_key,
     inline_line,
     merge_saving,
+    run_role,
     run_sort_key,
     shown_dates,
     speaker_on_line,
@@ -155,21 +155,16 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
 
 def _speaker_lines(fmt, prev: Entry | None, entry: Entry,
                    nxt: Entry | None) -> tuple[list[str], bool]:
-    """`entry`'s line, after the speaker line when it opens a run of two or more records
-    by one speaker, or with its speaker on it when its run is itself alone (the choices
-    Layout.run_extra prices); and whether it is alone. A record naming no speaker after
-    one naming a speaker on the same day is set apart by a '(no speaker)' line."""
-    run = entry.run
-    if run is None:
-        if not entry.speaker and prev is not None and prev.speaker \
-                and prev.dates[:_DAY] == entry.dates[:_DAY]:
-            return [NO_SPEAKER_LINE, entry.line], False
-        return [entry.line], False
-    if prev is not None and prev.run == run and prev.dates == entry.dates:
-        return [entry.line], False
-    if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
-        return [run, entry.line], False
-    return [inline_line(fmt, entry.view)], True
+    """`entry`'s lines as run_role places it (and Layout.run_extra prices it), and whether
+    its line names its speaker itself."""
+    role = run_role(prev, entry, nxt)
+    if role == "apart":
+        return [NO_SPEAKER_LINE, entry.line], False
+    if role == "opens":
+        return [entry.run or "", entry.line], False
+    if role == "alone":
+        return [inline_line(fmt, entry.view)], True
+    return [entry.line], False
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:

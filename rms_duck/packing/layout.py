@@ -21,7 +21,7 @@ from .metacost import MetadataCost
 _SECTION_RANK = {section: i for i, section in enumerate(SECTION_ORDER)}
 # The time line's place in a record's date lines: (year, day, time); those before it
 # name the day.
-_TIME = DAY = 2
+_TIME = 2
 
 GroupKey = tuple[tuple[int, str], int]
 
@@ -382,20 +382,17 @@ class Layout:
         return extra + merge_saving(self.counter, last, first, cost)
 
     def first_line(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> tuple[str, int]:
-        """The first line `entry` prints between `prev` and `nxt` (see run_extra) and its
+        """The first line `entry` prints between `prev` and `nxt` (see run_role) and its
         tokens."""
-        run = entry.run
-        if run is None:
-            if not entry.speaker and prev is not None and prev.speaker \
-                    and prev.dates[:_TIME] == entry.dates[:_TIME]:
-                return NO_SPEAKER_LINE, self.counter.line_cost(NO_SPEAKER_LINE)
-            return entry.line, entry.cost
-        if prev is not None and prev.run == run and prev.dates == entry.dates:
-            return entry.line, entry.cost
-        if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
+        role = run_role(prev, entry, nxt)
+        if role == "apart":
+            return NO_SPEAKER_LINE, self.counter.line_cost(NO_SPEAKER_LINE)
+        if role == "opens":
+            run = entry.run or ""  # a run opens only where there is one
             return run, self.counter.line_cost(run)
-        self.run_extra(prev, entry, nxt)  # sets entry.inline
-        return self.alone_line(entry), entry.cost + entry.inline
+        if role == "alone":
+            return self.alone_line(entry), entry.cost + self.run_extra(prev, entry, nxt)
+        return entry.line, entry.cost
 
     def alone_line(self, entry: Entry) -> str:
         if entry.alone is None:
@@ -403,24 +400,19 @@ class Layout:
         return entry.alone
 
     def run_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> int:
-        """Tokens beyond its own line that `entry` brings between `prev` and `nxt`: the
-        speaker line opening a run, its speaker on its line when alone, or, for a record
-        naming no speaker after one that names one on the same day, a '(no speaker)' line:
-        a bare line there would read as part of the run a speaker line above opened. (Also
-        where a time line comes between: what is printed then does not hang on the other
-        records of the day.)"""
-        run = entry.run
-        if run is None:
-            if not entry.speaker and prev is not None and prev.speaker \
-                    and prev.dates[:_TIME] == entry.dates[:_TIME]:
-                return self.counter.line_cost(NO_SPEAKER_LINE)
+        """Tokens beyond its own line that `entry` brings between `prev` and `nxt` (see
+        run_role): a '(no speaker)' line, the speaker line opening its run, or its speaker
+        on its own line."""
+        role = run_role(prev, entry, nxt)
+        if role == "apart":
+            return self.counter.line_cost(NO_SPEAKER_LINE)
+        if role == "opens":
+            return self.counter.line_cost(entry.run or "")
+        if role == "bare":
             return 0
-        if prev is not None and prev.run == run and prev.dates == entry.dates:
-            return 0  # inside a run its first record opened
-        if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
-            return self.counter.line_cost(run)
         if entry.inline < 0:
-            alone = self.alone_line(entry)
+            alone, run = self.alone_line(entry), entry.run
+            assert run is not None
             if alone == run + entry.line:  # 'Maya:' + '"text"', the reader's own line
                 cost = self.counter.joined_cost(run[:-1], entry.line, ":", entry.cost)
             else:
@@ -461,6 +453,27 @@ _NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
 _EMPTY_SEQ: tuple[list[tuple], list[Entry]] = ([], [])
 # Ends another speaker's run for a record that names no speaker, where no date line does.
 NO_SPEAKER_LINE = "(no speaker)"
+
+
+def run_role(prev: Entry | None, entry: Entry, nxt: Entry | None) -> str:
+    """How `entry` prints between `prev` and `nxt` in a format with speaker lines:
+    "apart" after a '(no speaker)' line (it names no speaker and follows one naming a
+    speaker on the same day, where a bare line would read as part of a run; also where a
+    time line comes between, so that what is printed does not hang on the day's other
+    records), "opens" after the speaker line of the run of two or more it opens, "alone"
+    naming its speaker itself (a run of one), or "bare" as its line is (inside a run, or
+    naming no speaker)."""
+    run = entry.run
+    if run is None:
+        if not entry.speaker and prev is not None and prev.speaker \
+                and prev.dates[:_TIME] == entry.dates[:_TIME]:
+            return "apart"
+        return "bare"
+    if prev is not None and prev.run == run and prev.dates == entry.dates:
+        return "bare"
+    if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
+        return "opens"
+    return "alone"
 
 
 def _same_run(entry: Entry, nxt: Entry | None) -> bool:
