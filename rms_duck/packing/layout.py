@@ -451,7 +451,7 @@ def _pairs_of(entry: Entry) -> frozenset[tuple[str, str]]:
 
 _NO_PAIRS: frozenset[tuple[str, str]] = frozenset()
 _EMPTY_SEQ: tuple[list[tuple], list[Entry]] = ([], [])
-# Ends another speaker's run for a record that names no speaker, where no date line does.
+# Sets a record that names no speaker apart from the speaker named above it that day.
 NO_SPEAKER_LINE = "(no speaker)"
 
 
@@ -463,23 +463,23 @@ def run_role(prev: Entry | None, entry: Entry, nxt: Entry | None) -> str:
     records), "opens" after the speaker line of the run of two or more it opens, "alone"
     naming its speaker itself (a run of one), or "bare" as its line is (inside a run, or
     naming no speaker)."""
-    run = entry.run
-    if run is None:
-        if not entry.speaker and prev is not None and prev.speaker \
-                and prev.dates[:_TIME] == entry.dates[:_TIME]:
-            return "apart"
+    if entry.run is None:
+        return "apart" if not entry.speaker and _names_on_day(prev, entry) else "bare"
+    if _same_run(prev, entry):
         return "bare"
-    if prev is not None and prev.run == run and prev.dates == entry.dates:
-        return "bare"
-    if nxt is not None and nxt.run == run and nxt.dates == entry.dates:
-        return "opens"
-    return "alone"
+    return "opens" if _same_run(entry, nxt) else "alone"
 
 
-def _same_run(entry: Entry, nxt: Entry | None) -> bool:
+def _same_run(entry: Entry | None, nxt: Entry | None) -> bool:
     """Whether `nxt` goes on the run `entry` is in: all line_extra reads of the next entry."""
-    return nxt is not None and entry.run is not None and nxt.run == entry.run \
-        and nxt.dates == entry.dates
+    return entry is not None and nxt is not None and entry.run is not None \
+        and nxt.run == entry.run and nxt.dates == entry.dates
+
+
+def _names_on_day(prev: Entry | None, entry: Entry) -> bool:
+    """Whether `prev` names a speaker on `entry`'s day (a record naming none after it is
+    set apart)."""
+    return prev is not None and prev.speaker and prev.dates[:_TIME] == entry.dates[:_TIME]
 
 
 def _after(prev: Entry | None, entry: Entry,
@@ -489,8 +489,7 @@ def _after(prev: Entry | None, entry: Entry,
     date lines."""
     if prev is None:
         return False, False, not shown(entry)
-    return (_same_run(prev, entry), prev.speaker and prev.dates[:_TIME] == entry.dates[:_TIME],
-            shown(prev) == shown(entry))
+    return _same_run(prev, entry), _names_on_day(prev, entry), shown(prev) == shown(entry)
 
 
 def date_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:

@@ -315,9 +315,11 @@ class Selector:
                 outcome.full_cost = cost
             if cost > self.remaining() and not conflicted and (
                     self.layout.speakers or not self.layout.records):
-                # Adding a line never costs less than the line: label, date lines and
+                # Adding a line costs no less than the line: label, date lines and
                 # metadata only add when no conflict pair is new, and the header changes
                 # only with the first speaker, whose header a format may make shorter.
+                # (A reader date line that joins the line saves a token or two, which this
+                # cheap check gives up: the outcome is the same on every path.)
                 continue
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
