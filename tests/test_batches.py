@@ -62,7 +62,9 @@ def rich_table(groups: int, seed: int = 3) -> pa.Table:
             if "structured_value" in row:
                 row["structured_value"] = json.dumps(row["structured_value"])
             out.append({"tenant": f"t{g % 3}", "turn": g, **row})
-    return pa.Table.from_pylist(out)
+    # Every key in every row: from_pylist takes its columns from the first row alone.
+    keys = list(dict.fromkeys(key for row in out for key in row))
+    return pa.Table.from_pylist([{key: row.get(key) for key in keys} for row in out])
 
 
 @pytest.mark.parametrize("config", [
@@ -749,3 +751,41 @@ def test_store_batches_refuses_a_label_or_key_of_the_wrong_kind(con, option, mes
         rms_duck.store_batches(con, packed, **option)
     assert str(raised.value).startswith(message)
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("config", [
+    None,
+    {"context_citations": True, "context_guidance_mode": "all", "query": "When did it move?"},
+    {"context_format": "compact", "session_context_packing": "adjacent"},
+])
+def test_bundle_array_is_the_array_of_the_bundles_rows(config):
+    """pack_lists builds its output a column at a time (bundle_array); it must be the array
+    Arrow makes of each bundle's row: empty, budget-error and nothing-fit bundles, conflicts,
+    citations, guidance, warnings and the inputs column included."""
+    from rms_duck.packing.arrowtype import bundle_array, bundle_arrow_type, bundle_row
+    from rms_duck.packing.pipeline import pack_candidates
+
+    table = rich_table(60, seed=5)
+    groups: dict[int, list[dict]] = {}
+    for row in table.to_pylist():
+        turn = row.pop("turn")
+        row.pop("tenant")
+        groups.setdefault(turn, []).append(row)
+    bundles = [pack_candidates(rows_, budget=budget, config=config)
+               for (_, rows_), budget in zip(sorted(groups.items()),
+                                             [512, 60, 0, 4096, 30] * 12, strict=False)]
+    bundles.append(pack_candidates([], budget=512, config=config))
+    assert any(b.conflicts for b in bundles) and any(b.warnings for b in bundles)
+    assert any(not b.included for b in bundles) and any(b.flags for b in bundles)
+    rows_out = [bundle_row(b) for b in bundles]
+    expected = pa.array(rows_out, type=bundle_arrow_type())
+    got = bundle_array(bundles)
+    assert got.type == expected.type
+    assert got.to_pylist() == expected.to_pylist()
+    assert got.equals(expected)
+    texts = [f"inputs {i}" for i in range(len(bundles))]
+    with_inputs = bundle_array(bundles, texts)
+    assert with_inputs.field("inputs").to_pylist() == texts
+    assert pa.StructArray.from_arrays(
+        [with_inputs.field(i) for i in range(len(BUNDLE_FIELDS))],
+        fields=list(bundle_arrow_type())).equals(expected)

@@ -28,7 +28,13 @@ from ..records import Candidate
 from ..tokens.bulk import check_count, default_processes, warm_counter
 from ..tokens.costfile import LineCosts
 from ..tokens.counter import LineCounter
-from .arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN, bundle_arrow_type, bundle_row, inputs_field
+from .arrowtype import (
+    BUNDLE_FIELDS,
+    INPUTS_COLUMN,
+    bundle_array,
+    bundle_arrow_type,
+    inputs_field,
+)
 from .forecast import frame_lines, likely_lines
 from .gcpause import gc_paused
 from .parallel import pack_in_parts
@@ -187,17 +193,19 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
                 raise in_group(exc, rows, start + len(jobs)) from exc.__cause__
         ready = _prepare(jobs, counters, line_costs, processes)
         with gc_paused():  # once a slice: re-enabling it after every small pack cost 10%
-            out = _pack_slice(jobs, ready, counters, inputs, start)
-        chunks.append(pa.array(out, type=out_type))
+            bundles, texts = _pack_slice(jobs, ready, counters, inputs, start)
+            chunks.append(bundle_array(bundles, texts))
     if not chunks:
         return pa.array([], type=out_type)
     return pa.concat_arrays(chunks)
 
 
 def _pack_slice(jobs: list[list[Any]], ready: int, counters: dict[str, LineCounter],
-                inputs: bool, start: int) -> list[dict[str, Any]]:
-    """The bundle rows of one slice's jobs (rows start, start + 1, ...), packed in order."""
-    out = []
+                inputs: bool, start: int) -> tuple[list[MemoryBundle], list[str] | None]:
+    """The bundles of one slice's jobs (rows start, start + 1, ...), packed in order, and
+    with `inputs` their inputs' canonical JSON."""
+    bundles = []
+    texts: list[str] | None = [] if inputs else None
     for i, (rows, budget, config) in enumerate(jobs):
         # A row not ready gets no counter: pack_candidates then reports its error.
         counter = _counter(counters, config.encoding) if i < ready else None
@@ -205,11 +213,10 @@ def _pack_slice(jobs: list[list[Any]], ready: int, counters: dict[str, LineCount
             bundle = pack_in_turn(rows, budget=budget, config=config, counter=counter)
         except RmsError as exc:
             raise in_group(exc, rows, start + i) from exc.__cause__
-        row = bundle_row(bundle)
-        if inputs:
-            row["inputs"] = inputs_json(rows)  # validated by _prepare, or pack raised
-        out.append(row)
-    return out
+        bundles.append(bundle)
+        if texts is not None:
+            texts.append(inputs_json(rows))  # validated by _prepare, or pack raised
+    return bundles, texts
 
 
 def pack_in_turn(rows: Sequence[Any], *, budget: Any, config: PackingConfig,
