@@ -142,6 +142,11 @@ def builtin_format(cls: _T) -> _T:
     return cls
 
 
+def is_builtin(fmt: object) -> bool:
+    """Whether `fmt` is an instance of a built-in format class (not of a subclass)."""
+    return type(fmt) in _BUILTIN
+
+
 def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordView], str]:
     """Remember a built-in renderer's line per view: packs re-render the same records.
 

@@ -60,6 +60,7 @@ _FRAME_WORD = re.compile(r"(?:guidance|records)\b", re.IGNORECASE)
 # a quote of Maya inside Ben's record. Such a speaker is printed as a JSON string instead.
 _LOOKALIKE = re.compile("[\u02ba\u02d0\u02d1\u02ee]")
 UNDATED_LINE = "(undated)"
+_PROSE = Level.PROSE
 # English month abbreviations, fixed here so that no locale setting can change the bytes.
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 # date_lines() per (instant, text), remembered for short texts only: packs try the same
@@ -184,6 +185,24 @@ def speaker_label(speaker: str) -> str:
     """'Maya:' for a plain name; a JSON string and a colon for anything else, for a name
     that could pass for another kind of line (one starting with a number, 'Guidance' or
     'Records'), and for one holding a modifier letter that looks like ':' or '"'."""
+    # Remembered per name: a pack asks it of every record with a speaker it prices, and
+    # a pool has few speakers (three pattern tests cost more than the rest of the line).
+    got = _SPEAKER_LABELS.get(speaker) if type(speaker) is str else None
+    if got is None:
+        got = _speaker_label(speaker)
+        if type(speaker) is str and len(speaker) <= _SPEAKER_MEMO_CHARS:
+            if len(_SPEAKER_LABELS) >= _SPEAKER_MEMO_LIMIT:
+                _SPEAKER_LABELS.clear()
+            _SPEAKER_LABELS[speaker] = got
+    return got
+
+
+_SPEAKER_LABELS: dict[str, str] = register_memo({})
+_SPEAKER_MEMO_CHARS = 64
+_SPEAKER_MEMO_LIMIT = 4_096
+
+
+def _speaker_label(speaker: str) -> str:
     if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
             and not _FRAME_WORD.match(speaker) and not _LOOKALIKE.search(speaker):
         return speaker + ":"
@@ -219,6 +238,10 @@ def reader_tags(view: RecordView) -> str:
     """Tags for every non-default state; conditional records show their condition state;
     a stored summary shown instead of the text says so; conflicts name their pair."""
     c = view.candidate
+    if (view.level is not _PROSE and c.lifecycle_state in _QUIET_LIFECYCLE
+            and c.epistemic_type in _QUIET_EPISTEMIC and not view.conflict_labels
+            and not view.contradicts):
+        return ""  # most records: no tag applies (it runs for every record a pack prices)
     tags = []
     if view.level is Level.PROSE and view.text != c.content:
         tags.append("summary")

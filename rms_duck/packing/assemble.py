@@ -25,7 +25,6 @@ from .layout import (
     inline_line,
     merge_saving,
     run_role,
-    run_sort_key,
     shown_dates,
     speaker_on_line,
 )
@@ -50,12 +49,13 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     labelled = getattr(fmt, "labels_conflicts", False)
     groups = []
     legacy = version3()
-    for _key, group in layout.ordered():
+    for key, group in layout.ordered():
         if arrange is not None and legacy:
             group = arrange(group)  # receipts of version 3 kept packing order around windows
         elif layout.runs:
-            order = getattr(fmt, "date_order", None)
-            group = sorted(group, key=lambda e: run_sort_key(e, order))  # stable
+            # The layout keeps each section in print order: sorted by run_sort_key, ties
+            # in the order the records came in (their seats), as a stable sort leaves them.
+            group = list(layout.seq[key][1])
         elif any(entry.dates for entry in group):
             order = getattr(fmt, "date_order", None)  # formats without it: the lines
             group = sorted(group, key=lambda e: date_sort_key(e, order))  # stable

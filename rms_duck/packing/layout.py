@@ -97,8 +97,9 @@ class Layout:
                                                                   default_factory=dict)
     speaker_tokens: int = field(init=False, default=0)
     seats: int = field(init=False, default=0)
-    # The last entry delta() priced, after how many changes to the runs, and its runs'
-    # tokens; add() takes them when nothing changed since.
+    # The last entry delta() priced, after how many changes to the layout, with its group
+    # key and the tokens of its new date lines and of its runs; add() takes them when
+    # nothing changed since.
     _priced: tuple | None = field(init=False, default=None)
     _changes: int = field(init=False, default=0)
     _keys: dict[tuple[str, Level], tuple] = field(init=False, default_factory=dict)
@@ -134,13 +135,10 @@ class Layout:
             extra += self.header_cost(True) - self.header_cost(False)
         if key not in self.groups:
             extra += self.label_cost(key, entry.section, entry.candidate.namespace_id)
-        if entry.dates:
-            extra += self._dates_delta(key, entry.dates)
-        if self.runs:
-            runs = self._runs_delta(key, entry, self.seats)
-            self._priced = (entry, self._changes, runs)
-            extra += runs
-        return extra
+        dates = self._dates_delta(key, entry.dates) if entry.dates else 0
+        runs = self._runs_delta(key, entry, self.seats) if self.runs else 0
+        self._priced = (entry, self._changes, key, dates, runs)
+        return extra + dates + runs
 
     def _dates_delta(self, key: GroupKey, dates: tuple[str, ...]) -> int:
         """Tokens of the date lines `dates` needs that no packed record has brought yet."""
@@ -160,17 +158,19 @@ class Layout:
         return extra
 
     def add(self, entry: Entry, delta: int) -> None:
-        key = group_key(entry.candidate.namespace_id, entry.section)
-        if entry.dates:
-            self.date_tokens += self._dates_delta(key, entry.dates)
-        if self.runs:
-            priced = self._priced
+        priced = self._priced
+        self._priced = None
+        self._changes += 1
+        if priced is not None and priced[0] is entry and priced[1] == self._changes - 1:
             # delta() priced this entry just now, as it is added after, in most calls.
-            same = priced is not None and priced[0] is entry and priced[1] == self._changes
-            self.speaker_tokens += priced[2] if same else self._runs_delta(  # type: ignore[index]
-                key, entry, self.seats)
-            self._priced = None
-            self._changes += 1
+            _, _, key, dates, runs = priced
+        else:
+            key = group_key(entry.candidate.namespace_id, entry.section)
+            dates = self._dates_delta(key, entry.dates) if entry.dates else 0
+            runs = self._runs_delta(key, entry, self.seats) if self.runs else 0
+        self.date_tokens += dates
+        if self.runs:
+            self.speaker_tokens += runs
             entry.seat = self.seats
             self.seats += 1
             keys, entries = self.seq.setdefault(key, ([], []))
@@ -199,9 +199,9 @@ class Layout:
     def remove(self, entry: Entry) -> None:
         """Take a packed entry out again and recompute the cost from the running totals."""
         key = group_key(entry.candidate.namespace_id, entry.section)
+        self._changes += 1
         if self.runs:
             self._leave_run(key, entry)
-            self._changes += 1
         group = self.groups[key]
         # By identity (no two packed entries are equal: each has its own order), not by
         # the dataclass's field-by-field __eq__ on every entry before it.

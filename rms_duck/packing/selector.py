@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
+from ..formats.base import is_builtin
 from ..records import (
     ACTIVE_TASK_STATES,
     EPISODE_PATHS,
@@ -131,6 +132,7 @@ class Selector:
         self.config = config
         self.fmt = get_format(config.context_format)
         self._speaker_lines = bool(getattr(self.fmt, "speaker_lines", False))
+        self._builtin = is_builtin(self.fmt)
         self._runs: dict[tuple[str, Level], str | None] = {}
         self.counter = counter
         self.available = available
@@ -174,7 +176,8 @@ class Selector:
         the line assembly prints (refs and labels numbered in context order) costs no more."""
         contradicts = self.conflicts.get(c.id, ())
         labels = (self.provisional_label,) * len(contradicts) if self.fmt.labels_conflicts else ()
-        if not self._speaker_lines:
+        if not self._speaker_lines or (c.speaker is None and self._builtin):
+            # No run to name: a built-in format names no speaker a record lacks.
             return _new_view(c, level, text, self.provisional_ref, contradicts, labels)
         run = self._runs.get((c.id, level), _UNASKED)
         if run is _UNASKED:
