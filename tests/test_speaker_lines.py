@@ -255,3 +255,32 @@ def test_a_warm_pack_loads_no_stored_costs_for_its_joined_lines(con, monkeypatch
     again = rms_duck.pack(con, table, budget=400, store=False)
     assert again.context == first.context and "\n3 Jan Maya:\n" in again.context
     assert calls == []
+
+
+@given(st.lists(st.text(max_size=80), max_size=30))
+@settings(max_examples=examples(200), deadline=None)
+def test_remembered_speaker_labels_are_the_labels_written_afresh(speakers):
+    """speaker_label remembers a label per name (plain str names of at most 64 characters):
+    asked twice, in any order, it gives what the uncached rule gives, for a str subclass
+    too, and the memo stays within its bound."""
+    from rms_duck.formats import reader
+
+    class Name(str):
+        pass
+
+    for name in speakers + speakers[::-1]:
+        assert reader.speaker_label(name) == reader._speaker_label(name)
+        assert reader.speaker_label(Name(name)) == reader._speaker_label(name)
+    assert all(type(k) is str and len(k) <= reader._SPEAKER_MEMO_CHARS
+               for k in reader._SPEAKER_LABELS)
+    assert len(reader._SPEAKER_LABELS) <= reader._SPEAKER_MEMO_LIMIT
+
+
+def test_speaker_label_memo_is_bounded():
+    from rms_duck.formats import reader
+
+    for i in range(reader._SPEAKER_MEMO_LIMIT + 10):
+        reader.speaker_label(f"Speaker{i}")
+    assert 0 < len(reader._SPEAKER_LABELS) <= reader._SPEAKER_MEMO_LIMIT
+    reader.speaker_label("x" * 100)
+    assert "x" * 100 not in reader._SPEAKER_LABELS
