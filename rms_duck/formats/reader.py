@@ -66,6 +66,7 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 # date_lines() per (instant, text), remembered for short texts only: packs try the same
 # records again and again, and a bounded memo of short keys cannot pin much memory.
 _DATE_LINES: dict[tuple[object, str], tuple[str, ...]] = register_memo({})
+_ORDER_KEYS: dict[object, tuple[str]] = register_memo({})  # date_order() per instant
 _DATE_MEMO_CHARS = 512
 _DATE_MEMO_LIMIT = 16_384
 
@@ -127,7 +128,19 @@ class ReaderFormat(BaseFormat):
         # day and time is one run (the order version 2's ISO day lines sorted in). Asked
         # about dated records only, so the instant is there.
         when = view.candidate.event_time
-        return () if when is None else (reader_label(when),)
+        if when is None:
+            return ()
+        # Remembered per instant (UTC and naive ones only, as for date_lines): a pack asks
+        # it of every dated record it places.
+        memo = when.tzinfo is UTC or when.tzinfo is None
+        got = _ORDER_KEYS.get(when) if memo else None
+        if got is None:
+            got = (reader_label(when),)
+            if memo:
+                if len(_ORDER_KEYS) >= _DATE_MEMO_LIMIT:
+                    _ORDER_KEYS.clear()
+                _ORDER_KEYS[when] = got
+        return got
 
     def metadata_line(self, *, tokens_used: int, budget: int, conflicts: Sequence[object],
                       excluded_count: int) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..formats import Format, RecordView
-from ..formats.base import elides_times
+from ..formats.base import elides_times, is_builtin
 from ..records import SECTION_ORDER, Candidate, Level, Section
 from ..tokens.counter import LineCounter
 from .metacost import MetadataCost
@@ -93,6 +93,7 @@ class Layout:
     # Formats with speaker lines also print the last date line above a record on its first
     # line ('3 Jan Maya:'), where it costs its line break and often a token of the name.
     merges: bool = field(init=False)
+    plain_runs: bool = field(init=False)  # the built-in reader's runs (see alone_line)
     seq: dict[GroupKey, tuple[list[tuple], list[Entry]]] = field(init=False,
                                                                   default_factory=dict)
     speaker_tokens: int = field(init=False, default=0)
@@ -109,6 +110,7 @@ class Layout:
         self.elide = elides_times(self.fmt)
         self.runs = bool(getattr(self.fmt, "speaker_lines", False))
         self.merges = self.runs
+        self.plain_runs = self.runs and is_builtin(self.fmt)
         self._order = getattr(self.fmt, "date_order", None)
 
     @property
@@ -396,7 +398,10 @@ class Layout:
 
     def alone_line(self, entry: Entry) -> str:
         if entry.alone is None:
-            entry.alone = inline_line(self.fmt, entry.view)
+            # The built-in reader's line naming its speaker is the run's speaker line and
+            # the run's record line, joined (a run has no ref, tags or window to come first).
+            entry.alone = (entry.run + entry.line if self.plain_runs and entry.run is not None
+                           else inline_line(self.fmt, entry.view))
         return entry.alone
 
     def run_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> int:
