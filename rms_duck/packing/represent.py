@@ -11,12 +11,16 @@ from __future__ import annotations
 from ..records import TEXT_LEVELS, Candidate, Level
 from ..timefmt import iso
 
+# Enum members as module constants: attribute access on an enum class is slow in 3.11, and
+# this runs for every level of every record a pack prices.
+_FULL, _PROSE = Level.FULL, Level.PROSE
+
 
 def representation_text(c: Candidate, level: Level) -> str | None:
     """The text for `level`, or None when the candidate has no such representation."""
-    if level is Level.FULL:
+    if level is _FULL:
         return c.content
-    if level is Level.PROSE:
+    if level is _PROSE:
         prose = c.prose
         return prose if prose is not None and prose.strip() and prose != c.content else None
     if level is Level.STRUCTURED:

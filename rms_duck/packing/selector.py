@@ -92,18 +92,26 @@ _UnfrozenView = unfrozen_twin(RecordView, ("candidate", "level", "text", "ref", 
 def section_of(c: Candidate, level: Level, conflicted: bool, fact_min_confidence: float) -> Section:
     """RFC section 6: conflicts go to context, pointers to references, the rest by type."""
     if conflicted:
-        return Section.CONTEXT
-    if level is Level.REFERENCE:
-        return Section.REFERENCES
-    if c.type is NodeType.ENTITY:
-        return Section.ENTITIES
-    if c.type is NodeType.FACT and c.confidence >= fact_min_confidence:
-        return Section.FACTS
-    if c.type is NodeType.DECISION:
-        return Section.DECISIONS
-    if c.is_active_task:
-        return Section.TASKS
-    return Section.CONTEXT
+        return _CONTEXT
+    if level is _REFERENCE:
+        return _REFERENCES
+    kind = c.type
+    if kind is _ENTITY:
+        return _ENTITIES
+    if kind is _FACT and c.confidence >= fact_min_confidence:
+        return _FACTS
+    if kind is _DECISION:
+        return _DECISIONS
+    if kind is _TASK and c.lifecycle_state in _ACTIVE:  # c.is_active_task, spelled out
+        return _TASKS
+    return _CONTEXT
+
+
+_CONTEXT, _REFERENCES, _ENTITIES, _FACTS, _DECISIONS, _TASKS = (
+    Section.CONTEXT, Section.REFERENCES, Section.ENTITIES, Section.FACTS, Section.DECISIONS,
+    Section.TASKS)
+_REFERENCE = Level.REFERENCE
+_ENTITY, _FACT, _DECISION = NodeType.ENTITY, NodeType.FACT, NodeType.DECISION
 
 
 class Outcome:
@@ -441,6 +449,8 @@ class Selector:
 
     def levels(self, c: Candidate, *, priority_one: bool = False) -> list[Level]:
         """Levels to try, best first, under the configured representation policy."""
+        if self._exhaust_ladder and (c.prose is None or not self._prose):
+            return [_FULL]  # highest_fit over text with no prose to offer: the common case
         available = [lv for lv in self.allowed if representation_text(c, lv) is not None]
         if self.config.representation_policy == "highest_fit":
             return available
@@ -525,5 +535,6 @@ def _disjoint(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return not any(source in b for source in a)
 
 
+_FULL = Level.FULL
 _FULL_ONLY = (Level.FULL,)
 _FULL_AND_PROSE = (Level.FULL, Level.PROSE)
