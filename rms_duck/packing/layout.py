@@ -275,9 +275,11 @@ class Layout:
         if prev is not None and _same_run(prev, entry) != _same_run(prev, nxt):
             extra += (self.line_extra(before, prev, entry, shown)
                       - self.line_extra(before, prev, nxt, shown))
-        if nxt is not None and _after(prev, nxt, shown) != _after(entry, nxt, shown):
-            extra += (self.line_extra(entry, nxt, after, shown)
-                      - self.line_extra(prev, nxt, after, shown))
+        if nxt is not None:
+            seen = shown(nxt)
+            if _after(prev, nxt, seen, shown) != _after(entry, nxt, seen, shown):
+                extra += (self.line_extra(entry, nxt, after, shown)
+                          - self.line_extra(prev, nxt, after, shown))
         return extra
 
     def _print_key(self, entry: Entry) -> tuple:
@@ -370,31 +372,32 @@ class Layout:
         """run_extra, plus what merging the last date line printed above `entry` into its
         first line saves (formats with speaker lines: '3 Jan Maya:' for '3 Jan' and
         'Maya:')."""
-        extra = self.run_extra(prev, entry, nxt)
+        role = run_role(prev, entry, nxt)  # asked once: both parts read it
+        extra = self._role_extra(role, entry)
         if not self.merges:
             return extra
         dates = shown(entry)
-        if not dates:
-            return extra
-        above = shown(prev) if prev is not None else ()
-        if dates == above:
+        if not dates or (prev is not None and shown(prev) == dates):
             return extra
         last = dates[-1]  # the last date line printed above it (assemble.date_run)
-        first, cost = self.first_line(prev, entry, nxt)
+        first, cost = self._first_line(role, entry, extra)
         return extra + merge_saving(self.counter, last, first, cost)
 
     def first_line(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> tuple[str, int]:
         """The first line `entry` prints between `prev` and `nxt` (see run_role) and its
         tokens."""
         role = run_role(prev, entry, nxt)
-        if role == "apart":
-            return NO_SPEAKER_LINE, self.counter.line_cost(NO_SPEAKER_LINE)
-        if role == "opens":
-            run = entry.run or ""  # a run opens only where there is one
-            return run, self.counter.line_cost(run)
+        return self._first_line(role, entry, self._role_extra(role, entry))
+
+    def _first_line(self, role: str, entry: Entry, extra: int) -> tuple[str, int]:
+        """first_line for `role`, given the tokens `extra` its run adds (_role_extra)."""
+        if role == "bare":
+            return entry.line, entry.cost
         if role == "alone":
-            return self.alone_line(entry), entry.cost + self.run_extra(prev, entry, nxt)
-        return entry.line, entry.cost
+            return self.alone_line(entry), entry.cost + extra
+        if role == "opens":
+            return entry.run or "", extra  # a run opens only where there is one
+        return NO_SPEAKER_LINE, extra  # "apart"
 
     def alone_line(self, entry: Entry) -> str:
         if entry.alone is None:
@@ -408,22 +411,24 @@ class Layout:
         """Tokens beyond its own line that `entry` brings between `prev` and `nxt` (see
         run_role): a '(no speaker)' line, the speaker line opening its run, or its speaker
         on its own line."""
-        role = run_role(prev, entry, nxt)
-        if role == "apart":
-            return self.counter.line_cost(NO_SPEAKER_LINE)
-        if role == "opens":
-            return self.counter.line_cost(entry.run or "")
+        return self._role_extra(run_role(prev, entry, nxt), entry)
+
+    def _role_extra(self, role: str, entry: Entry) -> int:
         if role == "bare":
             return 0
-        if entry.inline < 0:
-            alone, run = self.alone_line(entry), entry.run
-            assert run is not None
-            if alone == run + entry.line:  # 'Maya:' + '"text"', the reader's own line
-                cost = self.counter.joined_cost(run[:-1], entry.line, ":", entry.cost)
-            else:
-                cost = self.counter.line_cost(alone)
-            entry.inline = cost - entry.cost
-        return entry.inline
+        if role == "alone":
+            if entry.inline < 0:
+                alone, run = self.alone_line(entry), entry.run
+                assert run is not None
+                if alone == run + entry.line:  # 'Maya:' + '"text"', the reader's own line
+                    cost = self.counter.joined_cost(run[:-1], entry.line, ":", entry.cost)
+                else:
+                    cost = self.counter.line_cost(alone)
+                entry.inline = cost - entry.cost
+            return entry.inline
+        if role == "opens":
+            return self.counter.line_cost(entry.run or "")
+        return self.counter.line_cost(NO_SPEAKER_LINE)  # "apart"
 
     def _metadata_delta(self, entry: Entry) -> int:
         new = _pairs_of(entry)
@@ -487,14 +492,14 @@ def _names_on_day(prev: Entry | None, entry: Entry) -> bool:
     return prev is not None and prev.speaker and prev.dates[:_TIME] == entry.dates[:_TIME]
 
 
-def _after(prev: Entry | None, entry: Entry,
+def _after(prev: Entry | None, entry: Entry, seen: tuple[str, ...],
            shown: Callable[[Entry], tuple[str, ...]]) -> tuple[bool, bool, bool]:
-    """All that line_extra reads of the entry before `entry`: whether it opens the run
-    `entry` goes on, whether it names a speaker on the same day, whether it prints the same
-    date lines."""
+    """All that line_extra reads of the entry before `entry` (which prints date lines
+    `seen`): whether it opens the run `entry` goes on, whether it names a speaker on the
+    same day, whether it prints the same date lines."""
     if prev is None:
-        return False, False, not shown(entry)
-    return _same_run(prev, entry), _names_on_day(prev, entry), shown(prev) == shown(entry)
+        return False, False, not seen
+    return _same_run(prev, entry), _names_on_day(prev, entry), shown(prev) == seen
 
 
 def date_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
