@@ -31,6 +31,7 @@ from .layout import Entry, Layout, dated, speaker_run
 from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score
+from .priced import Priced, remember, remembered
 from .represent import representation_text
 
 
@@ -141,6 +142,7 @@ class Selector:
         self.fmt = get_format(config.context_format)
         self._speaker_lines = bool(getattr(self.fmt, "speaker_lines", False))
         self._builtin = is_builtin(self.fmt)
+        self._labels_conflicts = self.fmt.labels_conflicts
         self._runs: dict[tuple[str, Level], str | None] = {}
         self.counter = counter
         self.available = available
@@ -172,6 +174,9 @@ class Selector:
         self._prose = Level.PROSE in self.allowed
         self._rank: dict[str, float] | None = None
         self._version3 = version3()  # replaying a receipt of version 3 or earlier
+        # Built-in formats' priced lines are remembered across packs (priced.py), keyed
+        # by the format's class.
+        self._memo_class = type(self.fmt) if self._builtin and not self._version3 else None
 
     # -- levels and costs ---------------------------------------------------------------
 
@@ -195,6 +200,26 @@ class Selector:
         return _new_view(c, level, text, self.provisional_ref, contradicts, labels,
                          run is not None)
 
+    def priced(self, c: Candidate, level: Level, text: str) -> Priced:
+        """c at `level` as packing prices it (_view_of's view, its line, date lines, run and
+        speaker flag), remembered across packs for a built-in format (priced.py)."""
+        key = None
+        if self._memo_class is not None:
+            contradicts = self.conflicts.get(c.id, ())
+            labels = ((self.provisional_label,) * len(contradicts) if self._labels_conflicts
+                      else ())
+            key = (self._memo_class, c, level, text, self.provisional_ref, contradicts, labels)
+            got = remembered(key)
+            if got is not None:
+                return got
+        view = self._view_of(c, level, text)
+        fmt = self.fmt
+        got = Priced(view, fmt.record_line(view), dated(fmt, view), self.run_of(view),
+                     fmt.shows_speaker(view))
+        if key is not None:
+            remember(key, got)
+        return got
+
     def run_of(self, view: RecordView) -> str | None:
         """speaker_run(fmt, view), once per record and level: packing prices the same
         records again and again, always with the same provisional ref and labels."""
@@ -206,8 +231,8 @@ class Selector:
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
         if outcome.full_cost is None:
-            view = self._view_of(c, Level.FULL, c.content)  # FULL text is the content
-            outcome.full_cost = self.counter.line_cost(self.fmt.record_line(view))
+            line = self.priced(c, _FULL, c.content).line  # FULL text is the content
+            outcome.full_cost = self.counter.line_cost(line)
         return outcome.full_cost
 
     def line_cost(self, c: Candidate, level: Level) -> int:
@@ -318,11 +343,16 @@ class Selector:
             if self.counter.lower_bound(text) > self.remaining():
                 continue
             # Priced with the widest pair labels it can print ("conflict c12"), never fewer.
-            view = (RecordView(c, level, text, self.provisional_ref, self.conflicts.get(c.id, ()))
-                    if self._version3 else self._view_of(c, level, text))
-            line = self.fmt.record_line(view)
+            if self._version3:
+                view = RecordView(c, level, text, self.provisional_ref,
+                                  self.conflicts.get(c.id, ()))
+                priced = Priced(view, self.fmt.record_line(view), dated(self.fmt, view),
+                                self.run_of(view), self.fmt.shows_speaker(view))
+            else:
+                priced = self.priced(c, level, text)
+            view, line = priced.view, priced.line
             cost = self.counter.line_cost(line)
-            if level is Level.FULL and outcome.full_cost is None:
+            if level is _FULL and outcome.full_cost is None:
                 outcome.full_cost = cost
             if cost > self.remaining() and not conflicted and (
                     self.layout.speakers or not self.layout.records):
@@ -334,8 +364,7 @@ class Selector:
                 continue
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
-                          self.fmt.shows_speaker(view), dated(self.fmt, view),
-                          self.run_of(view))
+                          priced.speaker, priced.dates, priced.run)
             delta = self.layout.delta(entry)
             if delta <= self.remaining():
                 self.layout.add(entry, delta)
@@ -355,13 +384,10 @@ class Selector:
             text = representation_text(c, level)
             if text is None:
                 continue
-            view = self._view_of(c, level, text)
-            line = self.fmt.record_line(view)
+            view, line, dates, run, speaker = self.priced(c, level, text)
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, self.counter.line_cost(line), section,
-                          int(self.outcomes[c.id].tier), self._sequence,
-                          self.fmt.shows_speaker(view), dated(self.fmt, view),
-                          self.run_of(view))
+                          int(self.outcomes[c.id].tier), self._sequence, speaker, dates, run)
             delta = self.layout.delta(entry)
             if best is None or delta < best[0]:
                 best = (delta, level)
