@@ -505,12 +505,17 @@ def _after(prev: Entry | None, entry: Entry, seen: tuple[str, ...],
 def date_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
     """Where `entry` goes in its section's date order: undated first, then by the format's
     date_order (its date lines, if it has none), session and place in the session."""
-    c = entry.candidate
+    return _date_key(entry.view, entry.dates, order)
+
+
+def _date_key(view: RecordView, dates: tuple[str, ...],
+              order: Callable[..., tuple] | None) -> tuple:
+    c = view.candidate
     position = c.session_position if c.session_position is not None else -1
-    if not entry.dates:
+    if not dates:
         key: tuple = ()  # undated records first; a format's date_order sees dated ones only
     else:
-        key = entry.dates if order is None else order(entry.view, entry.dates)
+        key = dates if order is None else order(view, dates)
     return key, c.session_id or "", position
 
 
@@ -521,7 +526,14 @@ def run_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:
     """date_sort_key for formats with speaker lines, which print every section in it: the
     undated records first in the order they were packed (ties keep it), as a section with
     no dated record always was."""
-    return date_sort_key(entry, order) if entry.dates else _UNDATED
+    return print_key(entry.view, entry.dates, order)
+
+
+def print_key(view: RecordView, dates: tuple[str, ...],
+              order: Callable[..., tuple] | None) -> tuple:
+    """run_sort_key of a record shown as `view` with date lines `dates`, before it has an
+    entry (Selector.priced remembers it with the line)."""
+    return _date_key(view, dates, order) if dates else _UNDATED
 
 
 def merge_saving(counter: LineCounter, last: str, first: str, cost: int | None = None) -> int:

@@ -21,6 +21,7 @@ class Priced(NamedTuple):
     dates: tuple[str, ...]  # the format's date lines for it (layout.dated)
     run: str | None  # the speaker line of its run (layout.speaker_run)
     speaker: bool  # its line or run shows a speaker (Format.shows_speaker)
+    key: tuple | None  # its place in print order (layout.run_sort_key), for speaker lines
 
 
 _MEMO: dict[tuple, Priced] = register_memo({})

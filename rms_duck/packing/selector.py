@@ -27,7 +27,7 @@ from ..tokens.counter import LineCounter
 from ..unfrozen import new, unfrozen_twin
 from .compat import version3
 from .folding import FoldIndex, folds_into
-from .layout import Entry, Layout, dated, speaker_run
+from .layout import Entry, Layout, dated, print_key, speaker_run
 from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score
@@ -143,6 +143,7 @@ class Selector:
         self._speaker_lines = bool(getattr(self.fmt, "speaker_lines", False))
         self._builtin = is_builtin(self.fmt)
         self._labels_conflicts = self.fmt.labels_conflicts
+        self._date_order = getattr(self.fmt, "date_order", None)
         self._runs: dict[tuple[str, Level], str | None] = {}
         self.counter = counter
         self.available = available
@@ -214,8 +215,10 @@ class Selector:
                 return got
         view = self._view_of(c, level, text)
         fmt = self.fmt
-        got = Priced(view, fmt.record_line(view), dated(fmt, view), self.run_of(view),
-                     fmt.shows_speaker(view))
+        dates = dated(fmt, view)
+        got = Priced(view, fmt.record_line(view), dates, self.run_of(view),
+                     fmt.shows_speaker(view),
+                     print_key(view, dates, self._date_order) if self._speaker_lines else None)
         if key is not None:
             remember(key, got)
         return got
@@ -347,7 +350,7 @@ class Selector:
                 view = RecordView(c, level, text, self.provisional_ref,
                                   self.conflicts.get(c.id, ()))
                 priced = Priced(view, self.fmt.record_line(view), dated(self.fmt, view),
-                                self.run_of(view), self.fmt.shows_speaker(view))
+                                self.run_of(view), self.fmt.shows_speaker(view), None)
             else:
                 priced = self.priced(c, level, text)
             view, line = priced.view, priced.line
@@ -364,7 +367,7 @@ class Selector:
                 continue
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,
-                          priced.speaker, priced.dates, priced.run)
+                          priced.speaker, priced.dates, priced.run, key=priced.key)
             delta = self.layout.delta(entry)
             if delta <= self.remaining():
                 self.layout.add(entry, delta)
@@ -384,10 +387,11 @@ class Selector:
             text = representation_text(c, level)
             if text is None:
                 continue
-            view, line, dates, run, speaker = self.priced(c, level, text)
+            view, line, dates, run, speaker, key = self.priced(c, level, text)
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, self.counter.line_cost(line), section,
-                          int(self.outcomes[c.id].tier), self._sequence, speaker, dates, run)
+                          int(self.outcomes[c.id].tier), self._sequence, speaker, dates, run,
+                          key=key)
             delta = self.layout.delta(entry)
             if best is None or delta < best[0]:
                 best = (delta, level)
