@@ -728,6 +728,7 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     tier_number = {tier: int(tier) for tier in Tier}
     last_levels: tuple[Level, ...] | None = None
     tried: tuple[str, ...] = ()
+    add_excluded, add_row = excluded.append, rows.append
     for o in sel.outcomes.values():  # sorted by id: the pool is
         c, levels = o.candidate, o.tried
         if levels is not last_levels:  # runs of candidates share one ladder: look it up once
@@ -737,14 +738,17 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
             last_levels, tried = levels, known[1]
         if o.entry is None:  # not in the layout, so not in the context
             reason = exhausted if o.reason is None else o.reason
-            excluded.append(_excluded(c.id, reason, c.score, o.tier))
+            # _excluded(...), spelled out: it runs for most of a large pool.
+            record: Any = new(_UnfrozenExcluded)
+            record.id, record.reason, record.score, record.tier = c.id, reason, c.score, o.tier
+            record.__class__ = ExcludedRecord
+            add_excluded(record)
             # _value_, not .value: the enum property costs a Python call per candidate.
-            rows.append((c, tier_number[o.tier], o.order_key, tried, None, 0, reason._value_,
-                         None))
+            add_row((c, tier_number[o.tier], o.order_key, tried, None, 0, reason._value_, None))
         else:
             entry = final[c.id]
-            rows.append((c, tier_number[o.tier], o.order_key, tried, entry.level._value_,
-                         entry.cost, None, position[c.id]))
+            add_row((c, tier_number[o.tier], o.order_key, tried, entry.level._value_,
+                     entry.cost, None, position[c.id]))
     excluded += [_excluded(c.id, Reason.BELOW_MIN_SCORE, c.score, None) for c in below]
     excluded += [_excluded(c.id, Reason.DUPLICATE, c.score, None) for c in duplicates]
     rows += [(c, None, None, (), None, 0, Reason.BELOW_MIN_SCORE.value, None)
