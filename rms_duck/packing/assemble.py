@@ -22,7 +22,6 @@ from .layout import (
     Entry,
     Layout,
     date_sort_key,
-    inline_line,
     merge_saving,
     run_role,
     shown_dates,
@@ -83,7 +82,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
             if dates or shown:
                 shown = dates
             if layout.runs:
-                lines, alone = _speaker_lines(fmt, prev, entry,
+                lines, alone = _speaker_lines(layout, prev, entry,
                                               group[i + 1] if i + 1 < len(group) else None)
                 if alone:  # a run of one: its line names the speaker
                     entry = _with_line(entry, speaker_on_line(entry.view), lines[-1],
@@ -153,7 +152,7 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
     return []
 
 
-def _speaker_lines(fmt, prev: Entry | None, entry: Entry,
+def _speaker_lines(layout: Layout, prev: Entry | None, entry: Entry,
                    nxt: Entry | None) -> tuple[list[str], bool]:
     """`entry`'s lines as run_role places it (and Layout.run_extra prices it), and whether
     its line names its speaker itself."""
@@ -163,7 +162,7 @@ def _speaker_lines(fmt, prev: Entry | None, entry: Entry,
     if role == "opens":
         return [entry.run or "", entry.line], False
     if role == "alone":
-        return [inline_line(fmt, entry.view)], True
+        return [layout.alone_line(entry)], True
     return [entry.line], False
 
 
