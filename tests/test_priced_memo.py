@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from rms_duck.bench.simulate import _candidate
 from rms_duck.formats.base import clear_render_memos
 from rms_duck.packing import priced
+from rms_duck.packing.arrowtype import bundle_row
 from rms_duck.packing.pipeline import pack_candidates
 from tests.thorough import examples
 
@@ -23,13 +24,14 @@ def pool(seed: int, ids: list[str]) -> list[dict]:
     return [_candidate(rng, node, ids) for node in ids]
 
 
-def both(rows: list[dict], budget: int, config: dict) -> tuple[tuple, tuple]:
-    """The pack with every memo warm from earlier packs, and the same pack cold."""
+def both(rows: list, budget: int, config: dict) -> tuple[tuple, tuple]:
+    """The pack with every memo warm from earlier packs, and the same pack cold: the
+    context, the receipt and the bundle's row (its records' scores included)."""
     warm = pack_candidates(rows, budget=budget, config=config)
     clear_render_memos()
     cold = pack_candidates(rows, budget=budget, config=config)
-    return ((warm.context, warm.tokens_used, warm.receipt),
-            (cold.context, cold.tokens_used, cold.receipt))
+    return ((warm.context, warm.tokens_used, warm.receipt, repr(bundle_row(warm))),
+            (cold.context, cold.tokens_used, cold.receipt, repr(bundle_row(cold))))
 
 
 @given(st.integers(0, 10**6), st.integers(1, 40), st.sampled_from([120, 600, 4096]),
@@ -46,6 +48,23 @@ def test_a_record_priced_before_with_other_fields_is_priced_afresh(seed, n, budg
     pack_candidates(pool(seed, ids), budget=budget, config=config)
     warm, cold = both(pool(seed, ids), budget, config)
     assert warm == cold
+
+
+def test_an_equal_candidate_that_prints_apart_is_the_one_the_bundle_shows():
+    """-0.0 == 0.0, so a candidate scored -0.0 finds the line a candidate scored 0.0 was
+    priced with; the bundle must still show its own score (and its own object)."""
+    from rms_duck.records import Candidate
+
+    def rows(score: float) -> list[Candidate]:
+        return [Candidate(id=f"n{i}", score=score, content=f"note {i}", speaker="Maya")
+                for i in range(5)]
+
+    pack_candidates(rows(0.0), budget=4096)
+    mine = rows(-0.0)
+    warm, cold = both(mine, 4096, {})
+    assert warm == cold
+    bundle = pack_candidates(mine, budget=4096)
+    assert [str(r.score) for r in bundle.included] == ["-0.0"] * 5
 
 
 def test_clearing_the_render_memos_empties_it():

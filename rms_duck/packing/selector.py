@@ -212,6 +212,12 @@ class Selector:
             key = (self._memo_class, c, level, text, self.provisional_ref, contradicts, labels)
             got = remembered(key)
             if got is not None:
+                if got.view.candidate is not c:
+                    # An equal candidate priced it (a new object per SQL pack, or -0.0 for
+                    # 0.0): the line is the same, but the entry must carry this candidate.
+                    v = got.view
+                    got = got._replace(view=_new_view(c, level, v.text, v.ref, v.contradicts,
+                                                      v.conflict_labels, v.speaker_above))
                 return got
         view = self._view_of(c, level, text)
         fmt = self.fmt
