@@ -154,7 +154,7 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
 
 def _speaker_lines(layout: Layout, prev: Entry | None, entry: Entry,
                    nxt: Entry | None) -> tuple[list[str], bool]:
-    """`entry`'s lines as run_role places it (and Layout.run_extra prices it), and whether
+    """`entry`'s lines as run_role places it (and Layout.line_extra prices it), and whether
     its line names its speaker itself."""
     role = run_role(prev, entry, nxt)
     if role == "apart":

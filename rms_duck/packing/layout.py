@@ -369,9 +369,9 @@ class Layout:
 
     def line_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None,
                    shown: Callable[[Entry], tuple[str, ...]]) -> int:
-        """run_extra, plus what merging the last date line printed above `entry` into its
-        first line saves (formats with speaker lines: '3 Jan Maya:' for '3 Jan' and
-        'Maya:')."""
+        """Tokens beyond its own line that `entry` brings between `prev` and `nxt`: its
+        run's (_role_extra), less what printing the last date line above it on its first
+        line saves (formats with speaker lines: '3 Jan Maya:' for '3 Jan' and 'Maya:')."""
         role = run_role(prev, entry, nxt)  # asked once: both parts read it
         extra = self._role_extra(role, entry)
         if not self.merges:
@@ -383,14 +383,9 @@ class Layout:
         first, cost = self._first_line(role, entry, extra)
         return extra + merge_saving(self.counter, last, first, cost)
 
-    def first_line(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> tuple[str, int]:
-        """The first line `entry` prints between `prev` and `nxt` (see run_role) and its
-        tokens."""
-        role = run_role(prev, entry, nxt)
-        return self._first_line(role, entry, self._role_extra(role, entry))
-
     def _first_line(self, role: str, entry: Entry, extra: int) -> tuple[str, int]:
-        """first_line for `role`, given the tokens `extra` its run adds (_role_extra)."""
+        """The first line `entry` prints in `role` (see run_role) and its tokens, given the
+        tokens `extra` its run adds (_role_extra)."""
         if role == "bare":
             return entry.line, entry.cost
         if role == "alone":
@@ -407,13 +402,10 @@ class Layout:
                            else inline_line(self.fmt, entry.view))
         return entry.alone
 
-    def run_extra(self, prev: Entry | None, entry: Entry, nxt: Entry | None) -> int:
-        """Tokens beyond its own line that `entry` brings between `prev` and `nxt` (see
-        run_role): a '(no speaker)' line, the speaker line opening its run, or its speaker
-        on its own line."""
-        return self._role_extra(run_role(prev, entry, nxt), entry)
-
     def _role_extra(self, role: str, entry: Entry) -> int:
+        """Tokens beyond its own line that `entry` brings in `role` (see run_role): a
+        '(no speaker)' line, the speaker line opening its run, or its speaker on its own
+        line."""
         if role == "bare":
             return 0
         if role == "alone":

@@ -197,7 +197,7 @@ class Selector:
         if run is _UNASKED:
             run = self.run_of(_new_view(c, level, text, self.provisional_ref, contradicts,
                                         labels))
-        # Priced as a run's line; a run of one adds its speaker back (Layout.run_extra).
+        # Priced as a run's line; a run of one adds its speaker back (Layout.line_extra).
         return _new_view(c, level, text, self.provisional_ref, contradicts, labels,
                          run is not None)
 
