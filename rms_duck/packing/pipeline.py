@@ -721,9 +721,9 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     final = {e.candidate.id: e for e in assembly.entries}
     excluded: list[ExcludedRecord] = []
     rows: list[TraceRow] = []
-    # The ladders tried are a few shared tuples per pack: spell each once, found by identity
-    # (hashing a tuple of enum members calls Enum.__hash__ per member).
-    spelled: dict[int, tuple[tuple[Level, ...], tuple[str, ...]]] = {}
+    # The ladders tried are a few distinct tuples per pack (each record tried builds its
+    # own): spell each once, found by value (Level hashes as its str value, in C).
+    spelled: dict[tuple[Level, ...], tuple[str, ...]] = {}
     exhausted = Reason.BUDGET_EXHAUSTED
     tier_number = {tier: int(tier) for tier in Tier}
     last_levels: tuple[Level, ...] | None = None
@@ -732,10 +732,10 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     for o in sel.outcomes.values():  # sorted by id: the pool is
         c, levels = o.candidate, o.tried
         if levels is not last_levels:  # runs of candidates share one ladder: look it up once
-            known = spelled.get(id(levels))
-            if known is None or known[0] is not levels:
-                known = spelled[id(levels)] = (levels, tuple(level.value for level in levels))
-            last_levels, tried = levels, known[1]
+            known = spelled.get(levels)
+            if known is None:
+                known = spelled[levels] = tuple(level._value_ for level in levels)
+            last_levels, tried = levels, known
         if o.entry is None:  # not in the layout, so not in the context
             reason = exhausted if o.reason is None else o.reason
             # _excluded(...), spelled out: it runs for most of a large pool.
