@@ -192,14 +192,10 @@ def _available(budget: int, config: PackingConfig) -> int:
 
 def _run_tiers(sel: Selector) -> bool:
     """Pack tier by tier; return True when a pin or active task had to be dropped."""
-    by_tier: dict[Tier, list[Candidate]] = {tier: [] for tier in Tier}
     # One order for the tiers after the first: (tier, order key, id). Order keys are fixed
-    # before packing: the score in tiers 2 and 4 (multi-path ones are set when ordered).
-    by_score_tiers = (Tier.EPISODE, Tier.REMAINING)
-    for o in sel.outcomes.values():  # the pool's order: by id (dedupe sorts it), so each
-        by_tier[o.tier].append(o.candidate)  # tier's list is in id order too
-        if o.tier in by_score_tiers:
-            o.order_key = o.candidate.score
+    # before packing: the score in tiers 2 and 4, set with the tiers (Selector), and the
+    # multi-path ones when ordered. Each tier's list is in the pool's order: by id.
+    by_tier = sel.by_tier
     overflow = _pack_pins_and_tasks(sel, by_tier[Tier.PINNED_OR_TASK])
     sequence = (by_score(by_tier[Tier.EPISODE])
                 + order_multipath(sel, by_tier[Tier.MULTI_PATH], sel.config.multipath_ordering)

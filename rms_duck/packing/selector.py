@@ -66,6 +66,7 @@ _ACTIVE = ACTIVE_TASK_STATES
 _EPISODE_PATHS = EPISODE_PATHS
 _PINNED_OR_TASK, _EPISODE, _MULTI_PATH, _REMAINING = (
     Tier.PINNED_OR_TASK, Tier.EPISODE, Tier.MULTI_PATH, Tier.REMAINING)
+_TIERS = tuple(Tier)
 
 
 def _new_view(c: Candidate, level: Level, text: str, ref: str | None,
@@ -149,13 +150,29 @@ class Selector:
         self.available = available
         self.conflicts = conflicts
         session_packing = config.session_context_packing is not None
-        self.outcomes = {c.id: Outcome(c, tier_of(c, session_packing)) for c in pool}
+        # Each candidate's outcome, and the candidates of each tier in the pool's order (by
+        # id); tiers 2 and 4 are ordered by score, their order key.
+        self.outcomes: dict[str, Outcome] = {}
+        self.by_tier: dict[Tier, list[Candidate]] = {tier: [] for tier in _TIERS}
+        outcomes, by_tier = self.outcomes, self.by_tier
+        for c in pool:
+            tier = tier_of(c, session_packing)
+            outcomes[c.id] = outcome = Outcome(c, tier)
+            by_tier[tier].append(c)
+            if tier is _REMAINING or tier is _EPISODE:
+                outcome.order_key = c.score
         self.links = session_links(pool, config.session_window) if session_packing else {}
         self.triggers = {trigger.id for trigger in self.links.values()}
+        promoted = False
         for neighbour_id, trigger in self.links.items():
             outcome = self.outcomes[neighbour_id]
             if outcome.tier is Tier.REMAINING and self.outcomes[trigger.id].tier <= Tier.MULTI_PATH:
                 outcome.tier = Tier.MULTI_PATH
+                promoted = True
+        if promoted:  # neighbours moved up to tier 3: sort the tiers again, in id order
+            by_tier[Tier.REMAINING] = [c for c in by_tier[Tier.REMAINING]
+                                       if outcomes[c.id].tier is Tier.REMAINING]
+            by_tier[Tier.MULTI_PATH] = [c for c in pool if outcomes[c.id].tier is Tier.MULTI_PATH]
         self.folding = config.fold_repeated_text and self.fmt.folds_repeated_text
         self.fold_index = FoldIndex()
         numbered = config.numbered
