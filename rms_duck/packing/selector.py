@@ -236,15 +236,18 @@ class Selector:
                     got = got._replace(view=_new_view(c, level, v.text, v.ref, v.contradicts,
                                                       v.conflict_labels, v.speaker_above))
                 return got
-        view = self._view_of(c, level, text)
-        fmt = self.fmt
-        dates = dated(fmt, view)
-        got = Priced(view, fmt.record_line(view), dates, self.run_of(view),
-                     fmt.shows_speaker(view),
-                     print_key(view, dates, self._date_order) if self._speaker_lines else None)
+        got = self._price(self._view_of(c, level, text))
         if key is not None:
             remember(key, got)
         return got
+
+    def _price(self, view: RecordView) -> Priced:
+        """What packing reads of a record shown as `view`, asked of the format."""
+        fmt = self.fmt
+        dates = dated(fmt, view)
+        return Priced(view, fmt.record_line(view), dates, self.run_of(view),
+                      fmt.shows_speaker(view),
+                      print_key(view, dates, self._date_order) if self._speaker_lines else None)
 
     def run_of(self, view: RecordView) -> str | None:
         """speaker_run(fmt, view), once per record and level: packing prices the same
@@ -369,13 +372,9 @@ class Selector:
             if self.counter.lower_bound(text) > self.remaining():
                 continue
             # Priced with the widest pair labels it can print ("conflict c12"), never fewer.
-            if self._version3:
-                view = RecordView(c, level, text, self.provisional_ref,
-                                  self.conflicts.get(c.id, ()))
-                priced = Priced(view, self.fmt.record_line(view), dated(self.fmt, view),
-                                self.run_of(view), self.fmt.shows_speaker(view), None)
-            else:
-                priced = self.priced(c, level, text)
+            priced = (self._price(RecordView(c, level, text, self.provisional_ref,
+                                             self.conflicts.get(c.id, ())))
+                      if self._version3 else self.priced(c, level, text))
             view, line = priced.view, priced.line
             cost = self.counter.line_cost(line)
             if level is _FULL and outcome.full_cost is None:
