@@ -183,21 +183,33 @@ def pack_lists(candidates: pa.Array | pa.ChunkedArray, budgets: Sequence[Any],
     counters: dict[str, LineCounter] = {}
     chunks = []
     for start in range(0, len(candidates), SLICE_BUNDLES):
-        stop = start + SLICE_BUNDLES
-        jobs = []
-        for rows, budget, raw in zip(candidate_rows(candidates.slice(start, SLICE_BUNDLES)),
-                                     budgets[start:stop], configs[start:stop], strict=True):
-            try:
-                jobs.append([rows or [], budget, _config(parsed, raw)])
-            except RmsError as exc:
-                raise in_group(exc, rows, start + len(jobs)) from exc.__cause__
-        ready = _prepare(jobs, counters, line_costs, processes)
-        with gc_paused():  # once a slice: re-enabling it after every small pack cost 10%
-            bundles, texts = _pack_slice(jobs, ready, counters, inputs, start)
-            chunks.append(bundle_array(bundles, texts))
+        # Once a slice: re-enabling the collector after every small pack cost 10%. The
+        # slice's rows and bundles are dropped inside the pause, so the young collection
+        # that follows it finds only the Arrow chunk, not thousands of records to scan.
+        with gc_paused():
+            chunks.append(_slice_array(candidates.slice(start, SLICE_BUNDLES),
+                                       budgets[start:start + SLICE_BUNDLES],
+                                       configs[start:start + SLICE_BUNDLES], start, parsed,
+                                       counters, line_costs, inputs, processes))
     if not chunks:
         return pa.array([], type=out_type)
     return pa.concat_arrays(chunks)
+
+
+def _slice_array(candidates: pa.ChunkedArray, budgets: Sequence[Any], configs: Sequence[Any],
+                 start: int, parsed: dict[Any, PackingConfig], counters: dict[str, LineCounter],
+                 line_costs: LineCosts | None, inputs: bool,
+                 processes: int | None) -> pa.StructArray:
+    """One slice's bundles (rows start, start + 1, ...) as an Arrow array."""
+    jobs = []
+    for rows, budget, raw in zip(candidate_rows(candidates), budgets, configs, strict=True):
+        try:
+            jobs.append([rows or [], budget, _config(parsed, raw)])
+        except RmsError as exc:
+            raise in_group(exc, rows, start + len(jobs)) from exc.__cause__
+    ready = _prepare(jobs, counters, line_costs, processes)
+    bundles, texts = _pack_slice(jobs, ready, counters, inputs, start)
+    return bundle_array(bundles, texts)
 
 
 def _pack_slice(jobs: list[list[Any]], ready: int, counters: dict[str, LineCounter],
