@@ -221,25 +221,37 @@ class Selector:
     def priced(self, c: Candidate, level: Level, text: str) -> Priced:
         """c at `level` as packing prices it (_view_of's view, its line, date lines, run and
         speaker flag), remembered across packs for a built-in format (priced.py)."""
-        key = None
-        if self._memo_class is not None:
-            contradicts = self.conflicts.get(c.id, ())
-            labels = ((self.provisional_label,) * len(contradicts) if self._labels_conflicts
-                      else ())
-            key = (self._memo_class, c, level, text, self.provisional_ref, contradicts, labels)
-            got = remembered(key)
-            if got is not None:
-                if got.view.candidate is not c:
-                    # An equal candidate priced it (a new object per SQL pack, or -0.0 for
-                    # 0.0): the line is the same, but the entry must carry this candidate.
-                    v = got.view
-                    got = got._replace(view=_new_view(c, level, v.text, v.ref, v.contradicts,
-                                                      v.conflict_labels, v.speaker_above))
-                return got
-        got = self._price(self._view_of(c, level, text))
-        if key is not None:
-            remember(key, got)
+        key = self._memo_key(c, level, text)
+        got = None if key is None else remembered(key)
+        if got is None:
+            got = self._price(self._view_of(c, level, text))
+            if key is not None:
+                remember(key, got)
+        elif got.view.candidate is not c:
+            # An equal candidate priced it (a new object per SQL pack, or -0.0 for 0.0): the
+            # line is the same, but the entry must carry this candidate. (Priced(...)
+            # spelled out: NamedTuple._replace costs four times as much.)
+            v = got.view
+            got = Priced(_new_view(c, level, v.text, v.ref, v.contradicts, v.conflict_labels,
+                                   v.speaker_above),
+                         got.line, got.dates, got.run, got.speaker, got.key)
         return got
+
+    def priced_line(self, c: Candidate, level: Level, text: str) -> str:
+        """priced(c, level, text).line, with no view built for `c` when the line is
+        remembered: the balanced ordering reads only the cost of every multi-path line."""
+        key = self._memo_key(c, level, text)
+        got = None if key is None else remembered(key)
+        return got.line if got is not None else self.priced(c, level, text).line
+
+    def _memo_key(self, c: Candidate, level: Level, text: str) -> tuple | None:
+        """The priced memo's key for c at `level`: every field of the view it is priced
+        with (None when this pack's lines are not remembered)."""
+        if self._memo_class is None:
+            return None
+        contradicts = self.conflicts.get(c.id, ())
+        labels = (self.provisional_label,) * len(contradicts) if self._labels_conflicts else ()
+        return (self._memo_class, c, level, text, self.provisional_ref, contradicts, labels)
 
     def _price(self, view: RecordView) -> Priced:
         """What packing reads of a record shown as `view`, asked of the format."""
@@ -260,7 +272,7 @@ class Selector:
     def full_cost(self, c: Candidate) -> int:
         outcome = self.outcomes[c.id]
         if outcome.full_cost is None:
-            line = self.priced(c, _FULL, c.content).line  # FULL text is the content
+            line = self.priced_line(c, _FULL, c.content)  # FULL text is the content
             outcome.full_cost = self.counter.line_cost(line)
         return outcome.full_cost
 
