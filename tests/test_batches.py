@@ -558,6 +558,48 @@ def test_skip_stored_skips_only_a_bundle_whose_receipt_is_stored(con):
     assert rms_duck.verify_receipts(con) == []
 
 
+def test_skip_stored_runs_at_once_store_each_bundle_once(con, monkeypatch):
+    """Two threads storing the same table with skip_stored=True: each read what the store
+    held before either wrote, found nothing, and both stored every row (known since stop
+    36). The stored copies are now read inside the append's transaction, under the lock
+    that queues appends, so the second finds the first's rows and stores none of them."""
+    import threading
+
+    from rms_duck.duck import batchstore
+
+    packed = _packed(con, 6)
+    real = batchstore._held
+    rival_done = threading.Event()
+    rival_result: list[pa.Table] = []
+
+    def rival() -> None:
+        cur = con.cursor()
+        try:
+            rival_result.append(rms_duck.store_batches(cur, packed, skip_stored=True))
+        finally:
+            cur.close()
+            rival_done.set()
+
+    calls = {"n": 0}
+
+    def racing_held(cur, rows):
+        found = real(cur, rows)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            # The rival starts between this thread's read and its write. Where the read
+            # is under the append lock, the rival waits for it, and this wait times out.
+            threading.Thread(target=rival, daemon=True).start()
+            rival_done.wait(1.0)
+        return found
+
+    monkeypatch.setattr(batchstore, "_held", racing_held)
+    mine = rms_duck.store_batches(con, packed, skip_stored=True)
+    assert rival_done.wait(30)
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(6,)]
+    assert mine.num_rows + rival_result[0].num_rows == 6
+    assert rms_duck.verify_receipts(con) == []
+
+
 def _packed_by_release(con, groups: int | pa.Table, version: int) -> pa.Table:
     """_packed's table as the release of receipt `version` (6 or 7) wrote it: packed with
     that release's reader (its frozen copy here) and recording "reader", its version number

@@ -106,15 +106,28 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
         raise type(exc)(f"{exc} (nothing was stored)") from exc.__cause__
     stored = []
     kept: list[bool] = []
+    # Each row this call has passed stands for one copy in the store: the one it matched,
+    # or the one it stored. The store's copies less these are what later rows may match.
+    passed: Counter[tuple[str, str, str, str]] = Counter()
     cur = cursor(con)
     try:
-        held = _held(cur, data) if skip_stored else Counter()
         for rows in itertools.chain([first], ([_prepared(row, keys, namespace, session_id)
                                                for row in batch()] for batch in batches[1:])):
-            fresh = [not _take(held, row) for row in rows]
-            kept.extend(fresh)
-            stored.extend(append_pending(
-                cur, [row for row, keep in zip(rows, fresh, strict=True) if keep]))
+            found: list[bool] = []
+
+            def held(cur: Any, rows: Sequence[Pending], found: list[bool] = found) -> list[bool]:
+                # Inside the append's transaction and lock (append_pending): read before it,
+                # two threads storing one table both found nothing stored and both stored it.
+                copies = _held(cur, rows) - passed
+                found[:] = [_take(copies, row) for row in rows]
+                return found
+
+            stored.extend(append_pending(cur, rows, held=held if skip_stored else None))
+            if skip_stored:
+                kept.extend(not skipped for skipped in found)
+                passed.update(map(_key, rows))
+            else:
+                kept.extend(True for _ in rows)
     finally:
         cur.close()
     result = data.select(list(keys))
@@ -126,12 +139,12 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     return result
 
 
-def _held(cur, data: pa.Table) -> Counter[tuple[str, str, str, str]]:
+def _held(cur, rows: Sequence[Pending]) -> Counter[tuple[str, str, str, str]]:
     """(chain, context_sha256, inputs digest, receipt body digest) of each stored bundle that
-    shares a context with a row of `data`, counted. The body (config, budget, available,
+    shares a context with one of `rows`, counted. The body (config, budget, available,
     decisions, ...) is part of the key: another config can give the same context from the
     same inputs, and its receipt is not the stored one."""
-    digests = pc.unique(data.column("context_sha256")).to_pylist()
+    digests = sorted({row.context_sha256 for row in rows})
     found = cur.execute("SELECT b.namespace_id, b.context_sha256, b.inputs, r.receipt "
                         "FROM rms_bundles AS b JOIN rms_receipts AS r USING (bundle_id) "
                         "WHERE list_contains(?, b.context_sha256)", [digests]).fetchall()
@@ -170,11 +183,16 @@ def _take(held: Counter[tuple[str, str, str, str]], row: Pending) -> bool:
     """Whether the store already holds this row's bundle; one stored copy serves one row."""
     if not held:
         return False
-    key = (row.chain, row.context_sha256, sha256_text(row.inputs), _body_sha256(row.fragments))
+    key = _key(row)
     if held[key] <= 0:
         return False
     held[key] -= 1
     return True
+
+
+def _key(row: Pending) -> tuple[str, str, str, str]:
+    """What _held counts a stored bundle by, for a row about to be stored."""
+    return (row.chain, row.context_sha256, sha256_text(row.inputs), _body_sha256(row.fragments))
 
 
 def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
