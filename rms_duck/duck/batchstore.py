@@ -109,20 +109,22 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     # Each row this call has passed stands for one copy in the store: the one it matched,
     # or the one it stored. The store's copies less these are what later rows may match.
     passed: Counter[tuple[str, str, str, str]] = Counter()
+    found: list[bool] = []  # of the batch being appended: which rows the store holds
+
+    def already_stored(cur: Any, rows: Sequence[Pending]) -> list[bool]:
+        # Asked inside the append's transaction, under its lock (append_pending): asked
+        # before it, two threads storing one table both found nothing and both stored it.
+        copies = _held(cur, rows) - passed
+        found[:] = [_take(copies, row) for row in rows]
+        return found
+
     cur = cursor(con)
     try:
         for rows in itertools.chain([first], ([_prepared(row, keys, namespace, session_id)
                                                for row in batch()] for batch in batches[1:])):
-            found: list[bool] = []
-
-            def held(cur: Any, rows: Sequence[Pending], found: list[bool] = found) -> list[bool]:
-                # Inside the append's transaction and lock (append_pending): read before it,
-                # two threads storing one table both found nothing stored and both stored it.
-                copies = _held(cur, rows) - passed
-                found[:] = [_take(copies, row) for row in rows]
-                return found
-
-            stored.extend(append_pending(cur, rows, held=held if skip_stored else None))
+            found.clear()
+            stored.extend(append_pending(cur, rows,
+                                         held=already_stored if skip_stored else None))
             if skip_stored:
                 kept.extend(not skipped for skipped in found)
                 passed.update(map(_key, rows))
