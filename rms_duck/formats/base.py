@@ -108,10 +108,18 @@ def elides_times(fmt: object) -> bool:
         return False
     if "elides_lone_times" in getattr(fmt, "__dict__", {}):
         return True  # set on the object itself
-    mro = type(fmt).__mro__
-    lines_owner = next((k for k in mro if "date_lines" in vars(k)), None)
-    flag_owner = next(k for k in mro if "elides_lone_times" in vars(k))
-    return lines_owner is None or issubclass(flag_owner, lines_owner)
+    kind = type(fmt)
+    elides = _CLASS_ELIDES.get(kind)
+    if elides is None:  # per class: each pack asks it twice, and a GROUP BY packs thousands
+        mro = kind.__mro__
+        lines_owner = next((k for k in mro if "date_lines" in vars(k)), None)
+        flag_owner = next(k for k in mro if "elides_lone_times" in vars(k))
+        elides = _CLASS_ELIDES[kind] = lines_owner is None or issubclass(flag_owner,
+                                                                          lines_owner)
+    return elides
+
+
+_CLASS_ELIDES: dict[type, bool] = {}
 
 
 def section_label(section: Section, namespace: str | None) -> str:

@@ -164,6 +164,8 @@ def split_min_score(pool: list[Candidate],
 
 
 def _check_budget(budget: object) -> int:
+    if type(budget) is int and -MAX_BUDGET - 1 <= budget <= MAX_BUDGET:
+        return budget  # the usual case, before the checks of every other type
     if isinstance(budget, float) and budget.is_integer():
         budget = int(budget)
     elif isinstance(budget, Decimal) and budget.is_finite() and budget == int(budget):
@@ -673,6 +675,7 @@ def _included(e: Entry) -> IncludedRecord:
 
 
 _TIERS = {int(tier): tier for tier in Tier}
+_TIER_NUMBER = {tier: int(tier) for tier in Tier}
 _INCLUDED_FIELDS = ("id", "section", "namespace_id", "representation", "tokens", "ref", "score",
                     "tier", "conflict", "source_type", "epistemic")
 # Every field, or a record would miss one: fail at import, not at first use.
@@ -721,7 +724,7 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     # own): spell each once, found by value (Level hashes as its str value, in C).
     spelled: dict[tuple[Level, ...], tuple[str, ...]] = {}
     exhausted = Reason.BUDGET_EXHAUSTED
-    tier_number = {tier: int(tier) for tier in Tier}
+    tier_number = _TIER_NUMBER
     last_levels: tuple[Level, ...] | None = None
     tried: tuple[str, ...] = ()
     add_excluded, add_row = excluded.append, rows.append

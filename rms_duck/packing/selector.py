@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from ..config import PackingConfig
@@ -553,7 +554,12 @@ class Selector:
 
 
 def _allowed_levels(config: PackingConfig, text_only: bool) -> tuple[Level, ...]:
-    floor = LEVEL_ORDER.index(config.min_level)
+    return _levels_down_to(config.min_level, text_only)
+
+
+@cache  # a few values each: asked once a pack, which a GROUP BY runs thousands of times
+def _levels_down_to(min_level: Level, text_only: bool) -> tuple[Level, ...]:
+    floor = LEVEL_ORDER.index(min_level)
     levels = [level for level in LEVEL_ORDER if LEVEL_ORDER.index(level) <= floor]
     if text_only:
         # The reader shows memory text only: the full text, or a stored prose summary.
