@@ -141,7 +141,9 @@ CREATE TABLE IF NOT EXISTS rms_chain_heads (
 
 -- rms_receipt_decisions: one row per candidate of every receipt: why it was packed or dropped
 -- (order_key 'inf' marks the candidate the balanced ordering reserves first; str is NULL
--- for excluded candidates). Plain SQL over rms_receipts, so any DuckDB client can read it.
+-- for excluded candidates; has_content says whether a packed record shows memory text, and
+-- is NULL in receipts before version 7). Plain SQL over rms_receipts, so any DuckDB client
+-- can read it.
 CREATE VIEW IF NOT EXISTS rms_receipt_decisions AS
 WITH parsed AS (
     SELECT r.receipt_id, r.bundle_id, r.chain_namespace, r.seq, r.created_at,
@@ -152,7 +154,8 @@ WITH parsed AS (
                      '[{"id": "VARCHAR", "score": "DOUBLE", "content_sha256": "VARCHAR",
                         "tier": "INTEGER", "order_key": "JSON", "tried": ["VARCHAR"],
                         "chosen": "VARCHAR", "tokens": "INTEGER", "decision": "VARCHAR",
-                        "reason": "VARCHAR", "position": "INTEGER"}]') END AS candidates
+                        "reason": "VARCHAR", "position": "INTEGER",
+                        "has_content": "BOOLEAN"}]') END AS candidates
     FROM rms_receipts AS r
 ),
 items AS (
@@ -172,7 +175,8 @@ SELECT receipt_id, bundle_id, chain_namespace, seq, created_at, session_id,
        struct_extract(c, 'position') AS position,
        CASE WHEN struct_extract(c, 'decision') = 'included'
             THEN struct_extract(c, 'score') / greatest(struct_extract(c, 'tokens'), 1) END AS str,
-       struct_extract(c, 'content_sha256') AS content_sha256
+       struct_extract(c, 'content_sha256') AS content_sha256,
+       struct_extract(c, 'has_content') AS has_content
 FROM items;
 
 -- rms_receipt_problems: every way the stored receipts fail to verify (no rows: all is well).

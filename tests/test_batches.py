@@ -831,3 +831,31 @@ def test_bundle_array_is_the_array_of_the_bundles_rows(config):
     assert pa.StructArray.from_arrays(
         [with_inputs.field(i) for i in range(len(BUNDLE_FIELDS))],
         fields=list(bundle_arrow_type())).equals(expected)
+
+
+def test_receipt_decisions_show_has_content_and_null_before_version_7(con):
+    """rms_receipt_decisions lacked the has_content every version-7 receipt records, so an
+    auditor asking which packed records showed memory text had to parse the receipts. It
+    is the receipt's own value per candidate, and NULL in the rows of an older receipt."""
+    rms_duck.store_batches(con, _packed_by_release(con, 3, 6))
+    rms_duck.store_batches(con, _packed(con, 3), namespace="now")
+    rows = con.execute(
+        "SELECT d.chain_namespace, d.receipt_id, d.node_id, d.decision, d.has_content "
+        "FROM rms_receipt_decisions AS d").fetchall()
+    old = [has for chain, _, _, _, has in rows if chain != "now"]
+    assert old and all(has is None for has in old)
+    viewed: dict[str, list[tuple]] = {}
+    for chain, receipt_id, node, decision, has in rows:
+        if chain == "now":
+            viewed.setdefault(str(receipt_id), []).append((node, decision, has))
+    assert {has for rows_of in viewed.values() for *_, has in rows_of} == {True, False}
+    for receipt_id, rows_of in viewed.items():  # a pool may hold an id twice (DUPLICATE)
+        receipt, = con.execute("SELECT receipt FROM rms_receipts WHERE receipt_id = ?",
+                               [receipt_id]).fetchall()[0]
+        recorded = [(c["id"], c["decision"], c["has_content"])
+                    for c in json.loads(receipt)["candidates"]]
+        assert sorted(rows_of) == sorted(recorded)
+    explained = rms_duck.audit.explain.explain(con, con.execute(
+        "SELECT any_value(receipt_id) FROM rms_receipts WHERE chain_namespace = 'now'"
+    ).fetchall()[0][0])
+    assert all(isinstance(row["has_content"], bool) for row in explained)

@@ -257,9 +257,17 @@ def _missing_by_release(name: str, stored: dict[str, tuple[str, str]]) -> bool:
     return earlier is not None and stored.get(caller) == earlier
 
 
-# Until 2026-12-02 these views' float aggregates had no ORDER BY, so on a large store they
-# added in thread order and their last bits changed from run to run. (new text, old text).
+# Views an earlier release stored otherwise, with each edit since: (new text, old text).
+# Until 2026-12-02 the monitoring views' float aggregates had no ORDER BY, so on a large
+# store they added in thread order and their last bits changed from run to run.
 _VIEW_EDITS = {
+    # Until 2026-12-04 it had no has_content column (receipt version 7 records it).
+    "rms_receipt_decisions": (
+        ('"position": "INTEGER",\n                        "has_content": "BOOLEAN"}]',
+         '"position": "INTEGER"}]'),
+        ("AS content_sha256,\n       struct_extract(c, 'has_content') AS has_content\n",
+         "AS content_sha256\n"),
+    ),
     "rms_session_metrics": (
         ("avg(str ORDER BY str)", "avg(str)"),
         ("\n                THEN regr_slope(str_mean, turn ORDER BY turn) END AS str_mean_trend,",
