@@ -105,9 +105,10 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
                     "which DuckDB cannot take as text; send the text as valid UTF-8")
         settings = {"query": question, **(config or {})}
         try:
+            storing = store and not read_only
             bundle = pack(con, "SELECT * FROM rms_candidates(?, ?, ?)", budget=budget,
-                          params=[question, namespace, k], config=settings,
-                          store=store and not read_only, session_id=session_id)
+                          params=[question, namespace, k], config=settings, store=storing,
+                          session_id=session_id if storing else None)
         except duckdb.InvalidInputException as exc:
             stale = re.search(r"the lexical index is out of date \([^)]*\)", str(exc))
             if not (read_only and stale):
@@ -130,10 +131,11 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
                    session_id: str | None = None) -> dict[str, Any]:
         """Pack the rows of one read-only ranking SELECT (guarded: no writes, files or
         settings) into `budget` tokens. Rows need id, score and content columns."""
+        storing = store and not read_only
         try:
             bundle = pack(con, sql, budget=budget, params=params, config=config,
-                          store=store and not read_only, dialect=dialect,
-                          namespace=namespace, session_id=session_id,
+                          store=storing, dialect=dialect,
+                          **_labels(storing, namespace, session_id),
                           timeout=query_timeout, max_rows=max_rows)
         except QueryRejectedError as exc:
             if exc.unknown_name is None:
@@ -154,9 +156,9 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
                         session_id: str | None = None) -> dict[str, Any]:
         """Pack candidate records given inline ({"id", "score", "content", ...}) into
         `budget` tokens."""
-        bundle = pack_rows(con, candidates, budget=budget, config=config,
-                           store=store and not read_only, namespace=namespace,
-                           session_id=session_id)
+        storing = store and not read_only
+        bundle = pack_rows(con, candidates, budget=budget, config=config, store=storing,
+                           **_labels(storing, namespace, session_id))
         return bundle_dict(bundle)
 
     @server.tool()
@@ -192,6 +194,13 @@ def build_server(db: str, *, read_only: bool = False, query_timeout: float = QUE
         }
 
     return server
+
+
+def _labels(storing: bool, namespace: str | None, session_id: str | None) -> dict[str, Any]:
+    """The chain and session a stored bundle extends; none for a pack that stores nothing
+    (store false, or a --read-only server, which rms_duck.pack would refuse them for: an
+    agent cannot know the server's mode before it asks)."""
+    return {"namespace": namespace, "session_id": session_id} if storing else {}
 
 
 def bundle_dict(bundle: Any) -> dict[str, Any]:

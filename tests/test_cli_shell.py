@@ -92,6 +92,11 @@ def test_a_bad_line_is_named_by_its_stdin_line_and_creates_no_database(tmp_path)
     assert not db.exists()
     done = rms("pack", "--budget", "300", "--namespace", "x", stdin=LINES)
     assert done.returncode == 1 and "add --db PATH" in done.stderr
+    # With --no-store the chain and session were taken and ignored.
+    done = rms("pack", "--budget", "300", "--db", str(db), "--no-store", "--session-id", "s",
+               stdin=LINES)
+    assert done.returncode == 1 and "but --no-store stores nothing" in done.stderr
+    assert not db.exists()
 
 
 def test_stdin_is_read_as_utf8_whatever_the_locale_and_a_bom_is_dropped():

@@ -161,6 +161,11 @@ async def _read_only(db: str) -> dict:
         out["stale_ok"] = await client.call_tool("pack_query", {
             "sql": "SELECT * FROM rms_candidates(?, ?, ?, stale_ok := true)",
             "params": ["heron cut-over", None, 50], "budget": 300})
+        # An agent cannot know the server stores nothing: its chain and session are
+        # dropped, not refused as rms_duck.pack(store=False) refuses them.
+        out["labelled"] = await client.call_tool("pack_candidates", {
+            "candidates": [{"id": "n1", "score": 0.5, "content": NOTES[0]}], "budget": 300,
+            "namespace": "ops", "session_id": "s1"})
     return out
 
 
@@ -186,6 +191,8 @@ def test_a_read_only_server_on_a_stale_index_gives_the_agent_a_fix_it_can_use(tm
     assert "refresh_index(con)" not in message
     assert not out["stale_ok"].is_error
     assert out["stale_ok"].structured_content["flags"] == ["NO_CANDIDATES"]
+    assert not out["labelled"].is_error, out["labelled"]
+    assert out["labelled"].structured_content["receipt_id"] is None
 
 
 async def _replay_with(db: str, extra: list[str], receipt_id: str) -> dict:

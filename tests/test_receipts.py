@@ -78,7 +78,7 @@ def test_a_stored_bundle_carries_the_receipt_body_its_store_sealed(con):
     """The body of the stored receipt is the bundle's own receipt plus the chain fields,
     and the bundle returned keeps what storing derived (it is not derived a second time)."""
     stored = rms_duck.pack(con, note(1), budget=300, namespace="ns")
-    unstored = rms_duck.pack(con, note(1), budget=300, namespace="ns", store=False)
+    unstored = rms_duck.pack(con, note(1), budget=300, store=False)
     assert stored.receipt_id and unstored.receipt_id is None
     assert "fragments" in stored._derived  # derived once, while storing
     assert stored.receipt == unstored.receipt
@@ -343,3 +343,20 @@ def test_candidates_carry_has_content_by_the_memory_text_rule(context_format):
         assert seen[("full", True)] == {False}
         assert seen[("reference", False)] == {False}
     assert ("prose", False) in seen or ("structured", False) in seen
+
+
+def test_a_pack_that_stores_nothing_refuses_a_chain_or_session_to_extend(con):
+    """pack(store=False, namespace=...) packed and ignored the namespace (and session_id):
+    a caller who meant to store learned of it only from an empty rms_receipts."""
+    for name in ("namespace", "session_id"):
+        with pytest.raises(rms_duck.errors.ConfigError, match=(
+                f"{name} names the receipt chain or session a stored bundle extends, but "
+                f"store=False stores nothing, so {name}='s1' would be ignored; leave {name} "
+                "out, or pass store=True")):
+            rms_duck.pack(con, note(1), budget=300, store=False, **{name: "s1"})
+    with pytest.raises(rms_duck.errors.ConfigError, match="namespace='ns' would be ignored"):
+        rms_duck.duck.api.pack_rows(con, [{"id": "a", "score": 0.5, "content": "x"}],
+                                    budget=300, store=False, namespace="ns")
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+    assert rms_duck.pack(con, note(1), budget=300, store=True, namespace="ns",
+                         session_id="s1").receipt_id

@@ -110,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
     if args.db is None and (args.namespace is not None or args.session_id is not None):
         raise ConfigError("--namespace and --session-id name the receipt chain and session of a "
                           "stored pack; add --db PATH to store it, or leave them out")
+    if args.no_store and (args.namespace is not None or args.session_id is not None):
+        raise ConfigError("--namespace and --session-id name the receipt chain and session of a "
+                          "stored pack, but --no-store stores nothing; leave them out, or drop "
+                          "--no-store")
     # Everything is checked before the database is opened: a bad line creates no file.
     binary = getattr(sys.stdin, "buffer", None)  # None: replaced by a text stream (tests)
     rows = read_candidates(sys.stdin if binary is None else utf8_lines(binary),

@@ -124,6 +124,11 @@ def pack_rows(con: duckdb.DuckDBPyConnection, rows: Sequence[Any], *,
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{name} must be text (or None), got {type(value).__name__} "
                               f"{value!r}; pass str({name})")
+        if value is not None and not store:
+            # They label what is stored; a pack that stores nothing took them in silence.
+            raise ConfigError(f"{name} names the receipt chain or session a stored bundle "
+                              f"extends, but store=False stores nothing, so {name}={value!r} "
+                              f"would be ignored; leave {name} out, or pass store=True")
     validated = CheckedCandidates(to_candidates(rows))
     # Persisted line costs (rms_line_costs) spare a new process from re-tokenizing; they
     # are checked, so a wrong one cannot change the bundle.
