@@ -35,9 +35,9 @@ from .sha import sha256_text
 # names a speaker once for a run of its records, on a speaker line. Older receipts
 # replay with the frozen formats and packing of their version (formats/legacy.py,
 # packing/compat.py), and their candidates without has_content.
-RECEIPT_VERSION = 8
+RECEIPT_VERSION = 9
 
-# Every key of a stored receipt (receipt_version 8). The first group is the body that
+# Every key of a stored receipt (receipt_version 9). The first group is the body that
 # pack_candidates() builds; the second is added when the receipt is stored.
 RECEIPT_FIELDS: dict[str, str] = {
     "receipt_version": "format version of the receipt (7; 6 before the section 7 ladder "

@@ -65,7 +65,7 @@ def test_stored_receipt_is_canonical_json_with_exactly_the_documented_fields(con
     assert canonical_json(body) == text
     assert set(body) == set(RECEIPT_FIELDS)
     assert all(set(c) == set(CANDIDATE_FIELDS) for c in body["candidates"])
-    assert version == body["receipt_version"] == RECEIPT_VERSION == 8
+    assert version == body["receipt_version"] == RECEIPT_VERSION == 9
     assert digest == hashlib.sha256(text.encode()).hexdigest()
     assert con.execute("SELECT sha256(receipt) = receipt_sha256 FROM rms_receipts").fetchall() \
         == [(True,)]

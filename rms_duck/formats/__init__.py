@@ -17,6 +17,7 @@ from .legacy import (
     ReaderV5Format,
     ReaderV6Format,
     ReaderV7Format,
+    ReaderV8Format,
 )
 from .reader import ReaderFormat
 
@@ -67,7 +68,7 @@ def register_format(fmt: Format) -> None:
 LEGACY_FORMATS: dict[str, Format] = {
     f.name: f for f in (ReaderV1Format(), CompactV1Format(), ReaderV2Format(),
                         ReaderV3Format(), ReaderV5Format(), CompactV5Format(),
-                        ReaderV6Format(), ReaderV7Format())}
+                        ReaderV6Format(), ReaderV7Format(), ReaderV8Format())}
 
 
 def frozen_name(name: str, frozen: dict[str, str]) -> str:

@@ -9,9 +9,11 @@ Version 6 drops the "- " that opened each reader record line and makes its secti
 metadata lines '#' headings, and drops compact's namespace column for a speaker one.
 Version 7 quotes a reader speaker holding a modifier letter that looks like ':' or '"'.
 Version 8 names a reader speaker once for a run of its records, on a speaker line, where
-versions up to 7 named it on every record line. An older receipt still replays to its exact
-bytes because replay packs it with these frozen copies ("reader@1", "compact@1", "reader@2",
-"reader@3", "reader@5", "compact@5", "reader@6", "reader@7"); new packs never choose them.
+versions up to 7 named it on every record line. Version 9 also quotes a speaker holding the
+Lisu 'ꓽ' or a superscript triangular colon, letters drawn as ':'. An older receipt still
+replays to its exact bytes because replay packs it with these frozen copies ("reader@1",
+"compact@1", "reader@2", "reader@3", "reader@5", "compact@5", "reader@6", "reader@7",
+"reader@8"); new packs never choose them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from .base import BaseFormat, RecordView, builtin_format, memoized, section_labe
 from .compact import CompactFormat
 from .cues import text_states_date, text_states_speaker
 from .metadata import reader_v5_metadata_line, short_metadata_line
-from .reader import ReaderFormat, record_parts, speaker_label_v5, speaker_label_v6
+from .reader import (
+    ReaderFormat,
+    record_parts,
+    speaker_label_v5,
+    speaker_label_v6,
+    speaker_label_v8,
+)
 
 _QUIET_LIFECYCLE = frozenset({Lifecycle.TENTATIVE, Lifecycle.STABLE})
 _QUIET_EPISTEMIC = frozenset({Epistemic.OBSERVED, Epistemic.ASSERTED})
@@ -38,6 +46,7 @@ LEGACY: dict[int, dict[str, str]] = {
     5: {"reader": "reader@5", "compact": "compact@5"},
     6: {"reader": "reader@6"},
     7: {"reader": "reader@7"},
+    8: {"reader": "reader@8"},
 }
 
 
@@ -155,7 +164,16 @@ class CompactV1Format(CompactV5Format):
 
 
 @builtin_format
-class ReaderV7Format(ReaderFormat):
+class ReaderV8Format(ReaderFormat):
+    """The reader format of receipt version 8: a speaker holding the Lisu 'ꓽ' or a
+    superscript triangular colon (letters drawn as ':') was printed plain."""
+
+    name = "reader@8"
+    label_speaker = staticmethod(speaker_label_v8)
+
+
+@builtin_format
+class ReaderV7Format(ReaderV8Format):
     """The reader format of receipt version 7: every record line names its speaker."""
 
     name = "reader@7"

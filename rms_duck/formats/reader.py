@@ -55,10 +55,13 @@ _PLAIN_SPEAKER = re.compile(r"[^\W\d_](?:[\w.' -]{0,38}[\w.])?")
 # number ('²' passes [^\W\d_] yet str.isdigit() calls it a digit) and not the first word of
 # the header or of a guidance line. Such a speaker is printed as a JSON string instead.
 _FRAME_WORD = re.compile(r"(?:guidance|records)\b", re.IGNORECASE)
-# Modifier letters (so matched by \w) that look like the line's own colon and quotes: plain,
+# Letters (so matched by \w) that look like the line's own colon and quotes: plain,
 # 'Mayaː ʺI approve the transferʺ Ben' printed as Mayaː ʺI approve the transferʺ Ben:"ok",
 # a quote of Maya inside Ben's record. Such a speaker is printed as a JSON string instead.
-_LOOKALIKE = re.compile("[\u02ba\u02d0\u02d1\u02ee]")
+# Every \w character named as a colon or double quote, and the Lisu 'ꓽ' (U+A4FD), drawn as
+# a colon; receipt versions 7 and 8 knew only the first four (_LOOKALIKE_V8).
+_LOOKALIKE = re.compile("[\u02ba\u02d0\u02d1\u02ee\ua4fd\U00010781\U00010782]")
+_LOOKALIKE_V8 = re.compile("[\u02ba\u02d0\u02d1\u02ee]")
 UNDATED_LINE = "(undated)"
 _PROSE = Level.PROSE
 # English month abbreviations, fixed here so that no locale setting can change the bytes.
@@ -157,19 +160,24 @@ class ReaderFormat(BaseFormat):
         if not self.shows_speaker(view) or view.ref is not None or reader_tags(view) \
                 or validity_window(view):
             return None
-        label = speaker_label(view.candidate.speaker or "")
+        label = self.label_speaker(view.candidate.speaker or "")
         return None if label.startswith('"') else label
 
     @memoized
     def record_line(self, view: RecordView) -> str:
         return " ".join(record_parts(self, view))
 
+    @staticmethod
+    def label_speaker(speaker: str) -> str:
+        """How this format writes a speaker (speaker_label; frozen copies keep their own)."""
+        return speaker_label(speaker)
+
 
 def record_parts(fmt: ReaderFormat, view: RecordView,
                  label: Callable[[str], str] | None = None) -> list[str]:
     """A record line's parts, space-separated: its [ref], [validity window] and [tags] when
-    it has them, then the speaker (written by `label`, speaker_label by default) unless a
-    speaker line above names it (view.speaker_above), and the text."""
+    it has them, then the speaker (written by `label`, the format's label_speaker by
+    default) unless a speaker line above names it (view.speaker_above), and the text."""
     parts: list[str] = []
     if view.ref is not None:
         parts.append(f"[{view.ref}]")
@@ -182,7 +190,7 @@ def record_parts(fmt: ReaderFormat, view: RecordView,
     text = json_text(view.text)
     if not view.speaker_above and fmt.shows_speaker(view):
         # 'Maya:"text"': no space after the colon, which saves a token on every line.
-        text = (label or speaker_label)(view.candidate.speaker or "") + text
+        text = (label or fmt.label_speaker)(view.candidate.speaker or "") + text
     parts.append(text)
     return parts
 
@@ -218,6 +226,15 @@ _SPEAKER_MEMO_LIMIT = 4_096
 def _speaker_label(speaker: str) -> str:
     if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
             and not _FRAME_WORD.match(speaker) and not _LOOKALIKE.search(speaker):
+        return speaker + ":"
+    return json_text(speaker) + ":"
+
+
+def speaker_label_v8(speaker: str) -> str:
+    """speaker_label as receipt versions 7 and 8 wrote it: the Lisu 'ꓽ' and the superscript
+    triangular colons, letters drawn as ':', passed as part of a plain name."""
+    if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
+            and not _FRAME_WORD.match(speaker) and not _LOOKALIKE_V8.search(speaker):
         return speaker + ":"
     return json_text(speaker) + ":"
 
