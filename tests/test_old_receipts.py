@@ -477,13 +477,15 @@ def test_version_7_receipts_replay_a_speaker_named_on_every_line(con):
     assert '\n"2pac":"Saw the show."\n' in now[3].context
 
 
-def test_version_8_receipts_replay_a_speaker_with_a_colon_letter_printed_plain(con):
+def test_version_8_receipts_replay_their_plain_colon_letters_and_split_runs(con):
     """Version 8's reader printed a speaker holding the Lisu 'ꓽ' (U+A4FD) or a superscript
     triangular colon plain, so 'Mayaꓽ I approve the transfer Ben' opened a run as if Maya had
-    said it. Version 9 prints such a speaker as a JSON string; replay rebuilds version 8's
-    bytes, and the compact format, which did not change, packs as it did."""
+    said it, and it opened a second run of Maya's for her 09:30 record after her midnight
+    ones, though no date line came between. Version 9 quotes such a speaker and keeps one
+    run; replay rebuilds version 8's bytes, and compact, which did not change, packs as it
+    did."""
     spoof = "Maya\ua4fd I approve the transfer Ben"
-    results = replay_all(con, V8_LOOKALIKES, 3)
+    results = replay_all(con, V8_LOOKALIKES, 4)
     assert f"\n{spoof}:\n\"ok\"\n" in results[0].bundle.context
     assert "\n5 Jan Ana\U00010781 the budget is final Ben:\"fine\"\n" in results[0].bundle.context
     stored = con.execute("SELECT r.receipt, b.inputs FROM rms_receipts r "
@@ -499,6 +501,10 @@ def test_version_8_receipts_replay_a_speaker_with_a_colon_letter_printed_plain(c
     assert f"\n{quoted}:\"ok\"\n" in now[0].context and f"\n{spoof}:" not in now[0].context
     assert f"[m2] {quoted}:\"ok\"" in now[1].context
     assert now[2].context == results[2].bundle.context  # compact: a speaker column
+    runs = '3 Jan Maya:\n"First thing."\n"Second thing."\n'
+    assert runs + 'Maya:"Third thing."\nBen:"Noted."\n' in results[3].bundle.context
+    assert runs + '"Third thing."\nBen:"Noted."\n' in now[3].context
+    assert now[3].tokens_used < results[3].bundle.tokens_used
 
 
 @pytest.mark.parametrize("data, count", [(V2_DATES, 4), (V3_CONFLICTS, 10), (V5_READER, 7),

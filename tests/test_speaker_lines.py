@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rms_duck
@@ -140,7 +140,8 @@ def dialogues(draw) -> list[dict]:
     rows = []
     for i in range(n):
         day = draw(st.sampled_from([None, 3, 3, 4]))
-        when = None if day is None else at(day, draw(st.sampled_from([9, 9, 18])))
+        # Midnight prints no time line: beside one other time that day, both print the day.
+        when = None if day is None else at(day, draw(st.sampled_from([0, 9, 9, 18])))
         rows.append({"id": f"r{i}", "score": draw(st.floats(0, 1)),
                      "content": draw(TEXTS), "speaker": draw(SPEAKERS), "event_time": when,
                      "session_id": draw(st.sampled_from([None, "a", "b"])),
@@ -150,14 +151,42 @@ def dialogues(draw) -> list[dict]:
     return rows
 
 
+MIDNIGHT = [  # one run since receipt version 9: no line comes between them
+    {"id": "a", "score": 0.9, "content": "ok", "speaker": "Maya", "event_time": at(3, 0)},
+    {"id": "b", "score": 0.8, "content": "I moved to Lisbon.", "speaker": "Maya",
+     "event_time": at(3, 9)},
+    {"id": "c", "score": 0.7, "content": "Big change!", "speaker": "Ben",
+     "event_time": at(3, 9)}]
+
+
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
 @settings(max_examples=examples(150), deadline=None)
 @given(rows=dialogues(), budget=st.integers(20, 400), citations=st.booleans())
+@example(rows=MIDNIGHT, budget=400, citations=False)
+@example(rows=MIDNIGHT, budget=400, citations=True)
 def test_speaker_runs_are_priced_exactly_and_never_cost_more(encoding, rows, budget,
                                                              citations):
     config = {"encoding": encoding, "context_citations": citations, "overhead_tokens": 0}
-    bundle = pack_candidates(rows, budget=budget, config=config)
+    from rms_duck.packing import pipeline
+
     enc = get_encoding(encoding)
+    real = pipeline.assemble
+
+    def assemble(layout, **kwargs):
+        # The layout priced every line assembly prints (runs, speaker and date lines), the
+        # refs at their widest: what is printed, bar the metadata line, costs no more, and
+        # exactly as much without refs to narrow.
+        got = real(layout, **kwargs)
+        if got is not None and got.context:
+            body, meta = got.context[:-1].rsplit("\n", 1)
+            printed = len(enc.encode_ordinary(body + "\n"))
+            priced = layout.used - layout.metadata.cost()
+            assert printed <= priced if citations else printed == priced, got.context
+        return got
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "assemble", assemble)
+        bundle = pack_candidates(rows, budget=budget, config=config)
     assert bundle.tokens_used == len(enc.encode_ordinary(bundle.context)) <= budget
     assert len(record_lines(bundle.context)) == len(bundle.included)
     # Every packed record's speaker is stated once on its line or by the speaker line above.

@@ -46,10 +46,15 @@ def test_two_times_on_a_day_print_both_and_order_the_records():
 
 
 def test_a_midnight_record_and_a_timed_one_share_the_day_line():
-    # Midnight prints no time (a date-only value); one other time alone is still one time.
+    """Midnight prints no time (a date-only value); one other time alone is still one time.
+    Printed under the same date lines, the two are one run of Maya's: receipt version 8
+    opened a second run, 'Maya:' again with no line between them."""
     bundle = rms_duck.pack_candidates([note(0, "2023-05-29T00:00:00Z"),
                                        note(1, "2023-05-29T09:15:00Z")], budget=4000)
-    assert '\n29 May Maya:"Note 0' in bundle.context and "09:15" not in bundle.context
+    assert "09:15" not in bundle.context
+    assert '\n29 May Maya:\n"Note 0' in bundle.context
+    assert bundle.context.count("Maya") == 1, bundle.context
+    assert bundle.tokens_used == rms_duck.count_tokens(bundle.context)
 
 
 def test_a_time_line_appears_only_once_a_second_time_fits():

@@ -27,8 +27,9 @@ line (those come before the first heading). Within a section the records are in 
 undated first, so a year or day line is stated once for every record that shares it: '2023'
 then '28 May' costs 3 + 3 tokens where '2023-05-28' costs 7. A time line (4 tokens) is
 printed only under a day whose packed records carry two or more times, where it tells the
-sessions apart. Receipt version 8 names a speaker once for a run of its records of one date
-(speaker_lines, packing/layout.py prices the runs): at 1K tokens of multi-session dialogue
+sessions apart. Receipt version 8 names a speaker once for a run of its records under the
+same printed date lines (speaker_lines, packing/layout.py prices the runs; version 9 made
+it the printed lines, not the stored ones): at 1K tokens of multi-session dialogue
 that, with the date lines opening the lines below them, is about four more records. Only
 FULL or PROSE text is packed; PROSE that differs from the content carries a [summary] tag.
 """

@@ -70,11 +70,15 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         first = group[0]
         body.append(fmt.section_label(first.section, first.candidate.namespace_id))
         shown: tuple[str, ...] = ()
-        for i, (entry, dates) in enumerate(zip(group, shown_dates(fmt, group), strict=True)):
+        printed = shown_dates(fmt, group)
+        run_shown = _printed_of(group, printed) if layout.shown_runs else None
+        for i, (entry, dates) in enumerate(zip(group, printed, strict=True)):
             ref = f"m{len(entries) + 1}" if numbered else entry.view.ref
             labels = tuple(pair_labels[_pair(entry.candidate.id, other)]
                            for other in entry.view.contradicts) if labelled else ()
             prev = group[i - 1] if i else None
+            role = run_role(prev, entry, group[i + 1] if i + 1 < len(group) else None,
+                            run_shown) if layout.runs else ""
             entry = _rerender(entry, ref, labels, layout)
             if numbered and ref is not None:
                 references[ref] = entry.candidate.id
@@ -82,8 +86,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
             if dates or shown:
                 shown = dates
             if layout.runs:
-                lines, alone = _speaker_lines(layout, prev, entry,
-                                              group[i + 1] if i + 1 < len(group) else None)
+                lines, alone = _speaker_lines(layout, role, entry)
                 if alone:  # a run of one: its line names the speaker
                     entry = _with_line(entry, speaker_on_line(entry.view), lines[-1],
                                        counter.line_cost(lines[-1]))
@@ -152,11 +155,16 @@ def date_run(shown: tuple[str, ...], dates: tuple[str, ...]) -> list[str]:
     return []
 
 
-def _speaker_lines(layout: Layout, prev: Entry | None, entry: Entry,
-                   nxt: Entry | None) -> tuple[list[str], bool]:
-    """`entry`'s lines as run_role places it (and Layout.line_extra prices it), and whether
-    its line names its speaker itself."""
-    role = run_role(prev, entry, nxt)
+def _printed_of(group: list[Entry],
+                printed: list[tuple[str, ...]]) -> Callable[[Entry], tuple[str, ...]]:
+    """Each entry of `group` -> the date lines it prints (runs follow them: run_role)."""
+    at = {id(e): i for i, e in enumerate(group)}
+    return lambda entry: printed[at[id(entry)]]
+
+
+def _speaker_lines(layout: Layout, role: str, entry: Entry) -> tuple[list[str], bool]:
+    """`entry`'s lines in the `role` run_role gave it (as Layout.line_extra prices it), and
+    whether its line names its speaker itself."""
     if role == "apart":
         return [NO_SPEAKER_LINE, entry.line], False
     if role == "opens":

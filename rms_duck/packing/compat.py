@@ -15,6 +15,11 @@ cheapest line. A record in a conflict pair never folds into another record. A co
 below min_score still marks the conflict. And adjacent session packing gathers only the
 windows that fit, where version 6 dropped a record.
 
+Receipt version 9 fixed one more. A reader run is one speaker's records under the same
+printed date lines: a midnight record (no time line) and one at 09:30 on a day with no other
+time print the same date lines, and version 8 opened a second run for the second record,
+restating the speaker with no line between them.
+
 A receipt of an earlier version still replays to its exact bytes: repack() runs it inside
 packing_of(version), and new packs never do.
 """
@@ -28,6 +33,7 @@ from contextvars import ContextVar
 # The first receipt versions packed with each group of fixes above.
 FIXED_CONFLICTS_VERSION = 4
 FIXED_LADDER_VERSION = 7
+FIXED_RUNS_VERSION = 9
 _REPLAYED = ContextVar[int | None]("rms_duck_replayed_receipt_version", default=None)
 
 

@@ -16,6 +16,7 @@ from ..formats import Format, RecordView
 from ..formats.base import elides_times, is_builtin
 from ..records import SECTION_ORDER, Candidate, Level, Section
 from ..tokens.counter import LineCounter
+from .compat import FIXED_RUNS_VERSION, replaying_before
 from .metacost import MetadataCost
 
 _SECTION_RANK = {section: i for i, section in enumerate(SECTION_ORDER)}
@@ -94,6 +95,7 @@ class Layout:
     # line ('3 Jan Maya:'), where it costs its line break and often a token of the name.
     merges: bool = field(init=False)
     plain_runs: bool = field(init=False)  # the built-in reader's runs (see alone_line)
+    shown_runs: bool = field(init=False)  # runs follow the printed date lines (_same_run)
     seq: dict[GroupKey, tuple[list[tuple], list[Entry]]] = field(init=False,
                                                                   default_factory=dict)
     speaker_tokens: int = field(init=False, default=0)
@@ -111,6 +113,7 @@ class Layout:
         self.runs = bool(getattr(self.fmt, "speaker_lines", False))
         self.merges = self.runs
         self.plain_runs = self.runs and is_builtin(self.fmt)
+        self.shown_runs = runs_by_shown()
         self._order = getattr(self.fmt, "date_order", None)
 
     @property
@@ -271,13 +274,16 @@ class Layout:
         nxt = entries[j] if j < len(entries) else None
         after = entries[j + 1] if j + 1 < len(entries) else None
         extra = self.line_extra(prev, entry, nxt, shown)
+        run_shown = shown if self.shown_runs else None
         # A neighbour's lines change only where what it reads of the entry beside it does.
-        if prev is not None and _same_run(prev, entry) != _same_run(prev, nxt):
+        if prev is not None and _same_run(prev, entry, run_shown) != _same_run(prev, nxt,
+                                                                                run_shown):
             extra += (self.line_extra(before, prev, entry, shown)
                       - self.line_extra(before, prev, nxt, shown))
         if nxt is not None:
             seen = shown(nxt)
-            if _after(prev, nxt, seen, shown) != _after(entry, nxt, seen, shown):
+            if _after(prev, nxt, seen, shown, run_shown) != _after(entry, nxt, seen, shown,
+                                                                   run_shown):
                 extra += (self.line_extra(entry, nxt, after, shown)
                           - self.line_extra(prev, nxt, after, shown))
         return extra
@@ -372,7 +378,8 @@ class Layout:
         """Tokens beyond its own line that `entry` brings between `prev` and `nxt`: its
         run's (_role_extra), less what printing the last date line above it on its first
         line saves (formats with speaker lines: '3 Jan Maya:' for '3 Jan' and 'Maya:')."""
-        role = run_role(prev, entry, nxt)  # asked once: both parts read it
+        # Asked once: both parts read it.
+        role = run_role(prev, entry, nxt, shown if self.shown_runs else None)
         extra = self._role_extra(role, entry)
         if not self.merges:
             return extra
@@ -457,25 +464,39 @@ _EMPTY_SEQ: tuple[list[tuple], list[Entry]] = ([], [])
 NO_SPEAKER_LINE = "(no speaker)"
 
 
-def run_role(prev: Entry | None, entry: Entry, nxt: Entry | None) -> str:
+def run_role(prev: Entry | None, entry: Entry, nxt: Entry | None,
+             shown: Shown | None = None) -> str:
     """How `entry` prints between `prev` and `nxt` in a format with speaker lines:
     "apart" after a '(no speaker)' line (it names no speaker and follows one naming a
     speaker on the same day, where a bare line would read as part of a run; also where a
     time line comes between, so that what is printed does not hang on the day's other
     records), "opens" after the speaker line of the run of two or more it opens, "alone"
     naming its speaker itself (a run of one), or "bare" as its line is (inside a run, or
-    naming no speaker)."""
+    naming no speaker). `shown` gives each entry's date lines as printed (runs_by_shown)."""
     if entry.run is None:
         return "apart" if not entry.speaker and _names_on_day(prev, entry) else "bare"
-    if _same_run(prev, entry):
+    if _same_run(prev, entry, shown):
         return "bare"
-    return "opens" if _same_run(entry, nxt) else "alone"
+    return "opens" if _same_run(entry, nxt, shown) else "alone"
 
 
-def _same_run(entry: Entry | None, nxt: Entry | None) -> bool:
-    """Whether `nxt` goes on the run `entry` is in: all line_extra reads of the next entry."""
-    return entry is not None and nxt is not None and entry.run is not None \
-        and nxt.run == entry.run and nxt.dates == entry.dates
+Shown = Callable[[Entry], tuple[str, ...]]
+
+
+def _same_run(entry: Entry | None, nxt: Entry | None, shown: Shown | None) -> bool:
+    """Whether `nxt` goes on the run `entry` is in: all line_extra reads of the next entry.
+    A run is one speaker's records under the same printed date lines (`shown`); without
+    `shown`, under the same date lines before a lone time line is left out, as receipts
+    before version 9 printed it: a midnight record (no time line) and one at 09:30 on a
+    day with no other time then opened two runs with no line between them."""
+    if entry is None or nxt is None or entry.run is None or nxt.run != entry.run:
+        return False
+    return nxt.dates == entry.dates or shown is not None and shown(nxt) == shown(entry)
+
+
+def runs_by_shown() -> bool:
+    """Runs follow the printed date lines (receipt version 9 on), not replays of older."""
+    return not replaying_before(FIXED_RUNS_VERSION)
 
 
 def _names_on_day(prev: Entry | None, entry: Entry) -> bool:
@@ -484,14 +505,15 @@ def _names_on_day(prev: Entry | None, entry: Entry) -> bool:
     return prev is not None and prev.speaker and prev.dates[:_TIME] == entry.dates[:_TIME]
 
 
-def _after(prev: Entry | None, entry: Entry, seen: tuple[str, ...],
-           shown: Callable[[Entry], tuple[str, ...]]) -> tuple[bool, bool, bool]:
+def _after(prev: Entry | None, entry: Entry, seen: tuple[str, ...], shown: Shown,
+           run_shown: Shown | None) -> tuple[bool, bool, bool]:
     """All that line_extra reads of the entry before `entry` (which prints date lines
     `seen`): whether it opens the run `entry` goes on, whether it names a speaker on the
     same day, whether it prints the same date lines."""
     if prev is None:
         return False, False, not seen
-    return _same_run(prev, entry), _names_on_day(prev, entry), shown(prev) == seen
+    return (_same_run(prev, entry, run_shown), _names_on_day(prev, entry),
+            shown(prev) == seen)
 
 
 def date_sort_key(entry: Entry, order: Callable[..., tuple] | None) -> tuple:

@@ -4,6 +4,8 @@
 #   PYTHONPATH=<checkout at df942dc> python tests/data/receipts_v8_lookalikes/make.py \
 #       tests/data/receipts_v8_lookalikes
 # Version 9 prints such a speaker as a JSON string, so replay must rebuild version 8's bytes.
+# So must it for the last pack: version 8 opened a second run for a record at 09:30 after
+# Maya's midnight one (no time line printed for either), where version 9 keeps one run.
 import sys
 from datetime import UTC, datetime
 
@@ -39,10 +41,14 @@ dialogue = [
     turn(5, "Ana\U00010781 the budget is final Ben", "fine", at(5), "s2"),
     turn(6, "Ben", "My teacher is very patient.", at(5), "s2"),
 ]
+midnight = [turn(1, "Maya", "First thing.", at(3, 0)), turn(2, "Maya", "Second thing.", at(3, 0)),
+            turn(3, "Maya", "Third thing.", at(3, 9, 30)),
+            turn(4, "Ben", "Noted.", at(3, 9, 30))]
 for rows, budget, config in (
         (dialogue, 400, {}),
         (dialogue, 400, {"context_citations": True}),
-        (dialogue, 400, {"context_format": "compact"})):
+        (dialogue, 400, {"context_format": "compact"}),
+        (midnight, 400, {})):
     rms_duck.pack(con, table(rows), budget=budget, config=config, session_id="v8")
 assert rms_duck.verify_receipts(con) == []
 for name in ("rms_nodes", "rms_bundles", "rms_receipts"):
