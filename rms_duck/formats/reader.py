@@ -224,9 +224,9 @@ _SPEAKER_MEMO_CHARS = 64
 _SPEAKER_MEMO_LIMIT = 4_096
 
 
-def _speaker_label(speaker: str) -> str:
+def _speaker_label(speaker: str, lookalike: re.Pattern[str] = _LOOKALIKE) -> str:
     if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
-            and not _FRAME_WORD.match(speaker) and not _LOOKALIKE.search(speaker):
+            and not _FRAME_WORD.match(speaker) and not lookalike.search(speaker):
         return speaker + ":"
     return json_text(speaker) + ":"
 
@@ -234,10 +234,7 @@ def _speaker_label(speaker: str) -> str:
 def speaker_label_v8(speaker: str) -> str:
     """speaker_label as receipt versions 7 and 8 wrote it: the Lisu 'ꓽ' and the superscript
     triangular colons, letters drawn as ':', passed as part of a plain name."""
-    if _PLAIN_SPEAKER.fullmatch(speaker) and "  " not in speaker and speaker[0].isalpha() \
-            and not _FRAME_WORD.match(speaker) and not _LOOKALIKE_V8.search(speaker):
-        return speaker + ":"
-    return json_text(speaker) + ":"
+    return _speaker_label(speaker, _LOOKALIKE_V8)
 
 
 def speaker_label_v6(speaker: str) -> str:
