@@ -5,13 +5,13 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .config import PackingConfig
 from .errors import ContextRefError, did_you_mean
 from .receipts import has_content, join_fragments, receipt_body, receipt_fragments
-from .records import Candidate, Decision, ExcludedRecord, IncludedRecord
+from .records import Candidate, Decision, ExcludedRecord, IncludedRecord, Reason, Tier
 from .sha import sha256_text
 
 # One candidate's fate, frozen when the pack ends: (candidate, tier, order_key, tried,
@@ -27,7 +27,6 @@ class MemoryBundle:
     context_budget: int
     available: int
     included: tuple[IncludedRecord, ...]
-    excluded: tuple[ExcludedRecord, ...]
     conflicts: tuple[tuple[str, str], ...]
     flags: tuple[str, ...]
     context_references: Mapping[str, str]
@@ -46,8 +45,29 @@ class MemoryBundle:
     with_has_content: bool = field(default=True, repr=False, compare=False)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    # Decisions, the receipt body and its text derive from the frozen trace on first use,
-    # once each: a caller that only reads the context pays for no receipt.
+    # The excluded records, decisions, the receipt body and its text derive from the frozen
+    # trace on first use, once each: a caller that only reads the context pays for none.
+    @property
+    def excluded(self) -> tuple[ExcludedRecord, ...]:
+        """The candidates left out, each with its reason, score and tier: those the packer
+        passed over in id order, then those below min_score, then the duplicates."""
+        got = self._derived.get("excluded")
+        if got is None:
+            got = self._derived["excluded"] = excluded_records(self.trace)
+        return got
+
+    @property
+    def excluded_count(self) -> int:
+        """len(excluded), without building the records: every candidate has one trace row."""
+        return len(self.trace) - len(self.included)
+
+    def __eq__(self, other: object) -> bool:
+        # The dataclass's field-by-field equality, with the derived excluded records too: two
+        # bundles that leave out different candidates are not equal.
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _COMPARED)
+
     @property
     def decisions(self) -> tuple[Decision, ...]:
         """One Decision per candidate, sorted by id (the receipt's candidate rows)."""
@@ -206,3 +226,19 @@ class MemoryBundle:
 def _markdown_text(text: str) -> str:
     """Text shown literally in Markdown: its markup characters backslash-escaped."""
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>])", r"\\\1", text)
+
+
+# The fields the dataclass would compare, in order, with excluded where it stood.
+_COMPARED = tuple(f.name for f in fields(MemoryBundle) if f.compare)
+_COMPARED = (*_COMPARED[:_COMPARED.index("included") + 1], "excluded",
+             *_COMPARED[_COMPARED.index("included") + 1:])
+_TIERS: dict[int | None, Tier | None] = {None: None, **{int(tier): tier for tier in Tier}}
+
+
+def excluded_records(trace: tuple[TraceRow, ...]) -> tuple[ExcludedRecord, ...]:
+    """The ExcludedRecord of each trace row whose candidate was not packed, in trace order."""
+    reasons = Reason._value2member_map_
+    tiers = _TIERS
+    return tuple(ExcludedRecord(id=c.id, reason=reasons[reason], score=c.score,  # type: ignore[arg-type]
+                                tier=tiers[tier])
+                 for c, tier, _, _, chosen, _, reason, _ in trace if chosen is None)

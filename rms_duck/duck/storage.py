@@ -105,7 +105,7 @@ def pending_bundle(bundle: MemoryBundle, candidates: Sequence[Candidate], *,
                    inputs_json(candidates), bundle.context, bundle.context_sha256,
                    bundle.config.context_format, bundle.context_budget, bundle.available,
                    bundle.tokens_used, list(bundle.flags), len(bundle.included),
-                   len(bundle.excluded), bundle.metrics, session_id, query)
+                   bundle.excluded_count, bundle.metrics, session_id, query)
 
 
 def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,

@@ -98,11 +98,14 @@ def bundle_array(bundles: Sequence[MemoryBundle], inputs: Sequence[str] | None =
             inc["epistemic"].append(r.epistemic)
         inc_at.append(len(inc["id"]))
         ids, reasons, scores, tiers = exc["id"], exc["reason"], exc["score"], exc["tier"]
-        for e in b.excluded:  # most of a large pool: kept tight
-            ids.append(e.id)
-            reasons.append(e.reason._value_)
-            scores.append(e.score)
-            tiers.append(None if e.tier is None else int(e.tier))
+        # Most of a large pool, read from the trace rows as they stand (the reason's value,
+        # the tier's number), with no ExcludedRecord built: bundle.excluded's rows in order.
+        for c, tier, _, _, chosen, _, reason, _ in b.trace:
+            if chosen is None:
+                ids.append(c.id)
+                reasons.append(reason)
+                scores.append(c.score)
+                tiers.append(tier)
         exc_at.append(len(ids))
         pairs.extend(list(pair) for pair in b.conflicts)
         pairs_at.append(len(pairs))

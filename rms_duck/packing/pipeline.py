@@ -22,7 +22,6 @@ from ..metrics import bundle_metrics
 from ..records import (
     LEVEL_ORDER,
     Candidate,
-    ExcludedRecord,
     Flag,
     IncludedRecord,
     Level,
@@ -32,7 +31,7 @@ from ..records import (
 from ..sha import sha256_text
 from ..tokens.counter import LineCounter
 from ..tokens.encodings import encoding_source
-from ..unfrozen import new, unfrozen_twin
+from ..unfrozen import new
 from .assemble import Assembly, assemble
 from .compat import version3, version6
 from .gcpause import gc_paused
@@ -634,32 +633,20 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
             flags: list[str]) -> MemoryBundle:
     position = {e.candidate.id: i for i, e in enumerate(assembly.entries)}
     included = tuple(map(_included, assembly.entries))
-    excluded, trace = _decisions(sel, assembly, below, duplicates, position)
+    trace = _decisions(sel, assembly, below, duplicates, position)
     conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
     metrics = bundle_metrics(included, available)
     return MemoryBundle(
         context=assembly.context, tokens_used=assembly.tokens_used, context_budget=budget,
-        available=available, included=included, excluded=tuple(excluded), conflicts=conflicts,
+        available=available, included=included, conflicts=conflicts,
         flags=tuple(flags), context_references=assembly.references,
         context_guidance=assembly.guidance, config=config, metrics=metrics,
         context_sha256=sha256_text(assembly.context),
         encoding_sha256=encoding_source(config.encoding).sha256,
         guidance_shown=assembly.guidance is not None,
         trace=trace,
-        warnings=empty_context_warnings(flags, excluded, budget, available, config),
+        warnings=empty_context_warnings(flags, trace, budget, available, config),
         with_has_content=not version6())
-
-
-def _excluded(id: str, reason: Reason, score: float, tier: Tier | None) -> ExcludedRecord:
-    """ExcludedRecord(...) at half its cost (see unfrozen.py): it runs once per excluded
-    candidate, most of a large pool."""
-    record: Any = new(_UnfrozenExcluded)  # unfrozen until its class switches
-    record.id = id
-    record.reason = reason
-    record.score = score
-    record.tier = tier
-    record.__class__ = ExcludedRecord
-    return record
 
 
 def _included(e: Entry) -> IncludedRecord:
@@ -682,10 +669,9 @@ _INCLUDED_FIELDS = ("id", "section", "namespace_id", "representation", "tokens",
 if set(_INCLUDED_FIELDS) != set(IncludedRecord.__slots__):
     raise RuntimeError("IncludedRecord's fields changed: update _included() to set them all")
 _INCLUDED_SETTERS = tuple(getattr(IncludedRecord, name).__set__ for name in _INCLUDED_FIELDS)
-_UnfrozenExcluded = unfrozen_twin(ExcludedRecord, ("id", "reason", "score", "tier"))
 
 
-def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], budget: int,
+def empty_context_warnings(flags: list[str], trace: tuple[TraceRow, ...], budget: int,
                            available: int, config: PackingConfig) -> tuple[str, ...]:
     """Why a context holds no record, in words (empty when it holds some)."""
     if Flag.NO_CANDIDATES.value in flags:
@@ -696,12 +682,14 @@ def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], bud
                 "(each candidate is excluded with BUDGET_ERROR); pass a budget such as 4096",)
     if Flag.NOTHING_FIT.value not in flags:
         return ()
+    # Nothing fit, so every trace row is an exclusion, its reason spelled as the value.
     counts: dict[str, int] = {}
-    for record in excluded:
-        counts[record.reason.value] = counts.get(record.reason.value, 0) + 1
+    for row in trace:
+        reason = row[6] or ""  # never empty: no row was packed
+        counts[reason] = counts.get(reason, 0) + 1
     reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
-    text = f"none of {len(excluded)} candidates was packed ({reasons})"
-    if counts.get(Reason.BELOW_MIN_SCORE.value) == len(excluded):
+    text = f"none of {len(trace)} candidates was packed ({reasons})"
+    if counts.get(Reason.BELOW_MIN_SCORE.value) == len(trace):
         return (f"{text}: every candidate scored below min_score {config.min_score:g}; "
                 "lower min_score or improve the ranking",)
     if not ({Reason.BUDGET_EXHAUSTED.value, Reason.BUDGET_OVERFLOW.value} & set(counts)):
@@ -712,22 +700,21 @@ def empty_context_warnings(flags: list[str], excluded: list[ExcludedRecord], bud
 
 
 def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
-               duplicates: list[Candidate], position: dict[str, int]
-               ) -> tuple[list[ExcludedRecord], tuple[TraceRow, ...]]:
-    """Each candidate's fate, frozen once in one pass: the excluded records, and the trace
-    rows (sorted by id, then those below min_score, then duplicates: the receipt's order).
-    It runs once per candidate per pack, so it is written for speed."""
+               duplicates: list[Candidate], position: dict[str, int]) -> tuple[TraceRow, ...]:
+    """Each candidate's fate, frozen once in one pass as its trace row (sorted by id, then
+    those below min_score, then duplicates: the receipt's order). The bundle's excluded
+    records derive from these rows when first read (bundle.py). It runs once per candidate
+    per pack, so it is written for speed."""
     final = {e.candidate.id: e for e in assembly.entries}
-    excluded: list[ExcludedRecord] = []
     rows: list[TraceRow] = []
     # The ladders tried are a few distinct tuples per pack (each record tried builds its
     # own): spell each once, found by value (Level hashes as its str value, in C).
     spelled: dict[tuple[Level, ...], tuple[str, ...]] = {}
-    exhausted = Reason.BUDGET_EXHAUSTED
+    exhausted = Reason.BUDGET_EXHAUSTED._value_
     tier_number = _TIER_NUMBER
     last_levels: tuple[Level, ...] | None = None
     tried: tuple[str, ...] = ()
-    add_excluded, add_row = excluded.append, rows.append
+    add_row = rows.append
     for o in sel.outcomes.values():  # sorted by id: the pool is
         c, levels = o.candidate, o.tried
         if levels is not last_levels:  # runs of candidates share one ladder: look it up once
@@ -736,24 +723,17 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
                 known = spelled[levels] = tuple(level._value_ for level in levels)
             last_levels, tried = levels, known
         if o.entry is None:  # not in the layout, so not in the context
-            reason = exhausted if o.reason is None else o.reason
-            # _excluded(...), spelled out: it runs for most of a large pool.
-            record: Any = new(_UnfrozenExcluded)
-            record.id, record.reason, record.score, record.tier = c.id, reason, c.score, o.tier
-            record.__class__ = ExcludedRecord
-            add_excluded(record)
             # _value_, not .value: the enum property costs a Python call per candidate.
-            add_row((c, tier_number[o.tier], o.order_key, tried, None, 0, reason._value_, None))
+            add_row((c, tier_number[o.tier], o.order_key, tried, None, 0,
+                     exhausted if o.reason is None else o.reason._value_, None))
         else:
             entry = final[c.id]
             add_row((c, tier_number[o.tier], o.order_key, tried, entry.level._value_,
                      entry.cost, None, position[c.id]))
-    excluded += [_excluded(c.id, Reason.BELOW_MIN_SCORE, c.score, None) for c in below]
-    excluded += [_excluded(c.id, Reason.DUPLICATE, c.score, None) for c in duplicates]
     rows += [(c, None, None, (), None, 0, Reason.BELOW_MIN_SCORE.value, None)
              for c in sorted(below, key=lambda c: c.id)]
     rows += [(c, None, None, (), None, 0, Reason.DUPLICATE.value, None) for c in duplicates]
-    return excluded, tuple(rows)
+    return tuple(rows)
 
 
 __all__ = ["pack_candidates"]
