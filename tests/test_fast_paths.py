@@ -480,3 +480,36 @@ def test_each_path_checks_a_candidate_once(monkeypatch):
     mine = to_candidates(rows) + [Candidate(id="nan", score=float("nan"), content="x")]
     with pytest.raises(rms_duck.errors.CandidateError, match="field 'score'"):
         pack_candidates(mine, budget=4096)
+
+
+def test_the_selectors_usual_tier_shortcut_gives_tier_of():
+    """Selector spells out tier_of()'s answer for a candidate with one path, no pin and no
+    task; over every mix of the fields tier_of reads, both say the same tier."""
+    import itertools
+
+    from rms_duck.config import parse_config
+    from rms_duck.packing.metacost import metadata_cost
+    from rms_duck.packing.selector import Selector, tier_of
+    from rms_duck.records import Candidate, Lifecycle, NodeType
+    from rms_duck.tokens.counter import LineCounter
+
+    grid = itertools.product(
+        (False, True), (0.5, 1.0), (NodeType.NOTE, NodeType.TASK),
+        (Lifecycle.TENTATIVE, Lifecycle.ARCHIVED),
+        ((), ("VECTOR",), ("EPISODE_CONTEXT",), ("EVIDENCE_CONTEXT",), ("SESSION_CONTEXT",),
+         ("VECTOR", "LEXICAL"), ("VECTOR", "VECTOR"), ("VECTOR", "SESSION_CONTEXT")),
+        (None, 1, 2))
+    pool = [Candidate(id=f"c{i:04}", score=0.5, content="x", pinned=pinned, salience=salience,
+                      type=kind, lifecycle_state=state, paths=paths, path_count=count)
+            for i, (pinned, salience, kind, state, paths, count) in enumerate(grid)]
+    for session in (None, "adjacent"):
+        config = parse_config({"session_context_packing": session} if session else None)
+        counter = LineCounter(config.encoding)
+        selector = Selector(pool, available=1000, config=config, counter=counter,
+                            metadata=metadata_cost(config.format, counter, budget=1100,
+                                                   available=1000, excluded_count=len(pool),
+                                                   widest_label="c1"),
+                            conflicts={})
+        for c in pool:
+            assert selector.outcomes[c.id].tier is tier_of(c, session is not None), c
+            assert c in selector.by_tier[selector.outcomes[c.id].tier]

@@ -156,7 +156,18 @@ class Selector:
         self.outcomes: dict[str, Outcome] = {}
         self.by_tier: dict[Tier, list[Candidate]] = {tier: [] for tier in _TIERS}
         outcomes, by_tier = self.outcomes, self.by_tier
+        remaining_tier = by_tier[_REMAINING]
         for c in pool:
+            paths = c.paths
+            if (c.path_count is None and len(paths) < 2 and not c.pinned
+                    and c.salience != 1.0 and c.type is not _TASK
+                    and not (paths and paths[0] in _EPISODE_PATHS)):
+                # tier_of()'s answer for most of a pool (one path, no pin, no task), spelled
+                # out: the call cost more than the test, once per candidate per pack.
+                outcomes[c.id] = outcome = Outcome(c, _REMAINING)
+                remaining_tier.append(c)
+                outcome.order_key = c.score
+                continue
             tier = tier_of(c, session_packing)
             outcomes[c.id] = outcome = Outcome(c, tier)
             by_tier[tier].append(c)
