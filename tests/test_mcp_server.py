@@ -232,3 +232,46 @@ def test_serve_registers_a_tokenizer_file_for_replay_and_packing(tmp_path):
     assert not out["replay"].is_error, str(out["replay"])
     assert out["replay"].structured_content["identical"] is True
     assert not out["pack"].is_error and out["pack"].structured_content["tokens_used"] > 0
+
+
+async def _format_session(db: str, extra: list[str], receipt_id: str) -> dict:
+    params = mcp.StdioServerParameters(command=sys.executable,
+                                       args=["-m", "rms_duck", "serve", "--db", db, *extra])
+    async with mcp.Client(params) as client:
+        return {"replay": await client.call_tool("replay", {"receipt_id": receipt_id}),
+                "pack": await client.call_tool("pack_candidates", {
+                    "candidates": [{"id": "a", "score": 0.5, "content": NOTES[0]}],
+                    "budget": 300, "config": {"context_format": "quoted_cli"},
+                    "store": False})}
+
+
+@pytest.mark.slow  # two server processes
+def test_serve_imports_a_format_module_for_replay_and_packing(tmp_path):
+    """A receipt packed with a custom format replays over MCP once serve imports the module
+    that registers it (--format-module), and agents can pack with that format."""
+    import pyarrow as pa
+
+    import rms_duck
+    from rms_duck.formats import FORMATS
+
+    from .test_format_module_flag import FORMAT_MODULE
+
+    (tmp_path / "quoted_formats.py").write_text(FORMAT_MODULE)
+    exec(compile(FORMAT_MODULE, "quoted_formats", "exec"), {})  # registers quoted_cli here
+    db = str(tmp_path / "agent.duckdb")
+    con = rms_duck.connect(db)
+    try:
+        bundle = rms_duck.pack(con, pa.Table.from_pylist(
+            [{"id": "a", "score": 0.5, "content": NOTES[1]}]), budget=300,
+            config={"context_format": "quoted_cli"})
+    finally:
+        con.close()
+        FORMATS.pop("quoted_cli")
+    without = asyncio.run(asyncio.wait_for(_format_session(db, [], bundle.receipt_id), 120))
+    assert without["replay"].is_error and "--format-module" in str(without["replay"])
+    flag = ["--format-module", str(tmp_path / "quoted_formats.py")]
+    out = asyncio.run(asyncio.wait_for(_format_session(db, flag, bundle.receipt_id), 120))
+    assert not out["replay"].is_error, str(out["replay"])
+    assert out["replay"].structured_content["identical"] is True
+    packed = out["pack"].structured_content
+    assert not out["pack"].is_error and packed["context"].startswith("Quoted lines")

@@ -16,6 +16,7 @@ import duckdb
 from ..audit.heads import read_heads, write_heads
 from ..audit.summary import format_summary, summarise
 from ..duck.cursors import utc
+from .format_modules import add_format_module_argument, import_format_modules
 from .tokenizer_options import add_tokenizer_file_argument, register_tokenizer_files
 
 
@@ -32,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(keep it where the database's writers cannot reach)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_tokenizer_file_argument(parser)  # --replay of packs counted with a tokenizer.json
+    add_format_module_argument(parser)  # --replay of packs made with a custom format
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
               "`rms-duck demo --db PATH` or rms_duck.pack(...)", file=sys.stderr)
         return 2
     register_tokenizer_files(args)
+    import_format_modules(args)
     heads = read_heads(args.heads) if args.heads else None
     try:
         con = utc(duckdb.connect(str(path), read_only=True))

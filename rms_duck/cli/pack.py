@@ -20,6 +20,7 @@ from ..duck.surrogates import config_surrogate_error, first_surrogate
 from ..duck.types import bundle_row
 from ..errors import CandidateError, ConfigError
 from ..packing.pipeline import _check_budget, pack_candidates
+from .format_modules import add_format_module_argument, import_format_modules
 from .tokenizer_options import check_encoding
 
 
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --db: pack with its cached line costs but store nothing")
     parser.add_argument("--namespace", default=None, help="receipt chain to extend (with --db)")
     parser.add_argument("--session-id", default=None, help="session id recorded (with --db)")
+    add_format_module_argument(parser)  # a custom context_format in --config
 
 
 def utf8_lines(stream: BinaryIO) -> Iterator[str]:
@@ -114,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--namespace and --session-id name the receipt chain and session of a "
                           "stored pack, but --no-store stores nothing; leave them out, or drop "
                           "--no-store")
+    import_format_modules(args)  # before --config names a format it registers
     # Everything is checked before the database is opened: a bad line creates no file.
     binary = getattr(sys.stdin, "buffer", None)  # None: replaced by a text stream (tests)
     rows = read_candidates(sys.stdin if binary is None else utf8_lines(binary),

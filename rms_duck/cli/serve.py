@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .format_modules import add_format_module_argument, import_format_modules
 from .tokenizer_options import add_tokenizer_file_argument, register_tokenizer_files
 
 
@@ -15,11 +16,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Agents may name it in config.encoding, and replay and verify need the tokenizer a
     # stored receipt was counted with; the error for an unknown encoding points here.
     add_tokenizer_file_argument(parser)
+    # Likewise a custom context format: packs name it, replays need it registered.
+    add_format_module_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..mcpserver import serve
 
     register_tokenizer_files(args)
+    import_format_modules(args)
     serve(args.db, read_only=args.read_only)
     return 0

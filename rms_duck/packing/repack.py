@@ -105,7 +105,9 @@ def _check_format_registered(config: Mapping[str, Any] | str | None) -> None:
             f"in this process (registered: {', '.join(FORMATS)}); a pack with a custom format "
             "replays only where that format is registered: call "
             "rms_duck.register_format(YourFormat()) with the same class the packing process "
-            "used, then replay (rms_duck.replay, or rms_replay() on that connection)")
+            "used, then replay (rms_duck.replay, or rms_replay() on that connection); from "
+            "the command line, name the module that registers it: rms-duck audit --replay "
+            "--format-module your_formats (a module name or a .py file's path)")
 
 
 def parse_receipt(text: str | None, who: str) -> dict[str, Any]:
