@@ -195,14 +195,18 @@ def test_a_read_only_server_on_a_stale_index_gives_the_agent_a_fix_it_can_use(tm
     assert out["labelled"].structured_content["receipt_id"] is None
 
 
-async def _replay_with(db: str, extra: list[str], receipt_id: str) -> dict:
+async def _replay_with(db: str, extra: list[str], receipt_id: str,
+                       config: dict | None = None) -> dict:
+    """A server started with `extra` replays the receipt, then packs unstored with `config`
+    (by default counting with the encoding t-serve)."""
     params = mcp.StdioServerParameters(command=sys.executable,
                                        args=["-m", "rms_duck", "serve", "--db", db, *extra])
     async with mcp.Client(params) as client:
         return {"replay": await client.call_tool("replay", {"receipt_id": receipt_id}),
                 "pack": await client.call_tool("pack_candidates", {
                     "candidates": [{"id": "a", "score": 0.5, "content": NOTES[0]}],
-                    "budget": 300, "config": {"encoding": "t-serve"}, "store": False})}
+                    "budget": 300, "config": config or {"encoding": "t-serve"},
+                    "store": False})}
 
 
 @pytest.mark.slow  # two server processes
@@ -234,17 +238,6 @@ def test_serve_registers_a_tokenizer_file_for_replay_and_packing(tmp_path):
     assert not out["pack"].is_error and out["pack"].structured_content["tokens_used"] > 0
 
 
-async def _format_session(db: str, extra: list[str], receipt_id: str) -> dict:
-    params = mcp.StdioServerParameters(command=sys.executable,
-                                       args=["-m", "rms_duck", "serve", "--db", db, *extra])
-    async with mcp.Client(params) as client:
-        return {"replay": await client.call_tool("replay", {"receipt_id": receipt_id}),
-                "pack": await client.call_tool("pack_candidates", {
-                    "candidates": [{"id": "a", "score": 0.5, "content": NOTES[0]}],
-                    "budget": 300, "config": {"context_format": "quoted_cli"},
-                    "store": False})}
-
-
 @pytest.mark.slow  # two server processes
 def test_serve_imports_a_format_module_for_replay_and_packing(tmp_path):
     """A receipt packed with a custom format replays over MCP once serve imports the module
@@ -267,10 +260,12 @@ def test_serve_imports_a_format_module_for_replay_and_packing(tmp_path):
     finally:
         con.close()
         FORMATS.pop("quoted_cli")
-    without = asyncio.run(asyncio.wait_for(_format_session(db, [], bundle.receipt_id), 120))
+    quoted = {"context_format": "quoted_cli"}
+    without = asyncio.run(asyncio.wait_for(_replay_with(db, [], bundle.receipt_id, quoted),
+                                           120))
     assert without["replay"].is_error and "--format-module" in str(without["replay"])
     flag = ["--format-module", str(tmp_path / "quoted_formats.py")]
-    out = asyncio.run(asyncio.wait_for(_format_session(db, flag, bundle.receipt_id), 120))
+    out = asyncio.run(asyncio.wait_for(_replay_with(db, flag, bundle.receipt_id, quoted), 120))
     assert not out["replay"].is_error, str(out["replay"])
     assert out["replay"].structured_content["identical"] is True
     packed = out["pack"].structured_content
