@@ -128,6 +128,17 @@ def test_a_config_query_with_a_lone_surrogate_is_refused_before_storing(con):
     with pytest.raises(ConfigError, match=r"bundle of g=1: " + re.escape(refused)):
         rms_duck.store_batches(con, packed)
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+    # One config object packs and stores many bundles: its check is remembered only when
+    # it passes, so the refused one is refused again, with an error of its own.
+    from rms_duck.config import parse_config
+
+    parsed = parse_config(config)
+    for _ in range(2):
+        with pytest.raises(ConfigError, match=re.escape(refused)):
+            pack_rows(con, rows, budget=400, config=parsed)
+    clean = parse_config({"query": "when did it happen first?"})
+    for _ in range(2):
+        assert pack_rows(con, rows, budget=400, config=clean).receipt_id
     assert rms_duck.verify_receipts(con) == []
 
 

@@ -35,7 +35,8 @@ import duckdb
 import pyarrow as pa
 
 from ..bundle import MemoryBundle
-from ..errors import CandidateError, ReceiptError
+from ..config import PackingConfig
+from ..errors import CandidateError, ConfigError, ReceiptError
 from ..receipts import RECEIPT_VERSION, inputs_json, seal_fragments
 from ..records import Candidate
 from ..timefmt import as_utc
@@ -97,8 +98,7 @@ def pending_bundle(bundle: MemoryBundle, candidates: Sequence[Candidate], *,
                    namespace: str | None = None, session_id: str | None = None,
                    query: dict[str, Any] | None = None) -> Pending:
     """A bundle packed in this process, ready to append (its inputs as canonical JSON)."""
-    config = bundle.config
-    refused = config_surrogate_error({f.name: getattr(config, f.name) for f in fields(config)})
+    refused = _config_refused(bundle.config)
     if refused is not None:
         raise refused
     return Pending(chain_namespace(candidates, namespace), bundle.receipt_fragments,
@@ -106,6 +106,25 @@ def pending_bundle(bundle: MemoryBundle, candidates: Sequence[Candidate], *,
                    bundle.config.context_format, bundle.context_budget, bundle.available,
                    bundle.tokens_used, list(bundle.flags), len(bundle.included),
                    bundle.excluded_count, bundle.metrics, session_id, query)
+
+
+def _config_refused(config: PackingConfig) -> ConfigError | None:
+    """config_surrogate_error() of every config field, asked once per clean config object:
+    the bundles of one GROUP BY share their parsed config (PackingConfig is frozen). Keyed
+    by identity, with the object kept, so a new config at a reused address is checked; a
+    refused one is checked again each time, for an error of its own."""
+    known = _CLEAN_CONFIGS.get(id(config))
+    if known is not None and known is config:
+        return None
+    refused = config_surrogate_error({f.name: getattr(config, f.name) for f in fields(config)})
+    if refused is None:
+        if len(_CLEAN_CONFIGS) >= 64:
+            _CLEAN_CONFIGS.clear()
+        _CLEAN_CONFIGS[id(config)] = config
+    return refused
+
+
+_CLEAN_CONFIGS: dict[int, PackingConfig] = {}
 
 
 def store_bundle(con: duckdb.DuckDBPyConnection, bundle: MemoryBundle,
