@@ -104,10 +104,11 @@ CANDIDATE_FIELDS: dict[str, str] = {
 TEXT_LEVEL_NAMES = frozenset(level.value for level in TEXT_LEVELS)
 
 
-def has_content(c: Candidate, chosen: str | None) -> bool:
-    """A receipt candidate's has_content: packed at a text level with non-blank content
-    (packing/represent.py has_memory_text, by the level's name)."""
-    return chosen in TEXT_LEVEL_NAMES and c.has_text
+def has_content(chosen: str | None, has_text: bool | None) -> bool:
+    """A receipt candidate's has_content: packed (`chosen`, the level's name) at a text level
+    with non-blank content (`has_text`, Candidate.has_text; packing/represent.py
+    has_memory_text)."""
+    return chosen in TEXT_LEVEL_NAMES and bool(has_text)
 
 
 def candidate_to_dict(c: Candidate) -> dict[str, Any]:
@@ -225,30 +226,30 @@ def candidates_json(trace: Sequence[tuple], with_has_content: bool = True) -> st
     # memory text and for one with it; nothing at all in a version 6 row.
     absent, blank, shown = _HAS_CONTENT if with_has_content else ("", "", "")
     text_levels = TEXT_LEVEL_NAMES
-    for c, tier, key, tried, chosen, tokens, reason, position in trace:
-        score = c.score
+    for (cid, score, content, source_type, epistemic, has_text, tier, key, tried, chosen,
+         tokens, reason, position) in trace:  # bundle.TraceRow
         # The row's text, remembered by everything it shows (keep this key in step with
         # _ROW's fields) plus the types of the two floats (1 == 1.0 prints apart); a zero
         # (-0.0 == 0.0 prints apart) is never remembered. has_content follows from chosen
         # and content, and each kind of row has its own memo.
-        memo = (c.id, c.content, score, type(score), c.epistemic_type, c.source_type, tier,
-                key, type(key), tried, chosen, tokens, reason, position)
+        memo = (cid, content, score, type(score), epistemic, source_type, tier, key, type(key),
+                tried, chosen, tokens, reason, position)
         if score and key != 0:
             text = remembered.get(memo)
             if text is not None:
                 rows.append(text)
                 continue
         text = (_ROW % (
-            "null" if chosen is None else f'"{chosen}"', _content_sha256(c.content),
-            "excluded" if chosen is None else "included", c.epistemic_type.value,
-            # has_content(c, chosen), spelled out: an excluded row (most) reads no text.
-            absent if chosen is None else shown if chosen in text_levels and c.has_text
+            "null" if chosen is None else f'"{chosen}"', _content_sha256(content),
+            "excluded" if chosen is None else "included", epistemic,
+            # has_content(chosen, has_text), spelled out: most rows are excluded ones.
+            absent if chosen is None else shown if chosen in text_levels and has_text
             else blank,
-            json_string(c.id),
+            json_string(cid),
             "null" if key is None else '"head"' if math.isinf(key) else _number(key),
             "null" if position is None else int(position),
-            "null" if reason is None else f'"{reason}"', _number(c.score),
-            c.source_type.value, "null" if tier is None else int(tier), tokens,
+            "null" if reason is None else f'"{reason}"', _number(score),
+            source_type, "null" if tier is None else int(tier), tokens,
             "[" + ",".join(f'"{level}"' for level in tried) + "]"))
         rows.append(text)
         if score and key != 0:

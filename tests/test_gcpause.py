@@ -180,3 +180,22 @@ def test_a_bulk_slice_leaves_only_its_arrow_chunk_to_scan(collector_on, monkeypa
     assert len(out) == len(groups) and young
     # 2,400 candidates and 300 bundles were packed: a few dozen objects of the call remain.
     assert max(young) < 200, young
+
+
+def test_a_bundle_keeps_no_candidate_alive_and_its_trace_is_not_scanned():
+    """A bundle's trace rows hold plain values (bundle.TraceRow), so the candidates a pack
+    built from the caller's dict rows die with the pack, and after one collection the rows
+    are no longer tracked: the young collection after a large pack scanned every candidate
+    and row before (8% of a warm pack of 10,000 dict rows)."""
+    rows = make_rows(400, seed=3)
+    bundle = pack_candidates(rows + [dict(rows[0], score=0.01)], budget=1_000,
+                             config={"min_score": 0.02})
+    plain = (str, float, int, bool, type(None))
+    for row in bundle.trace:
+        assert all(type(v) in plain or (type(v) is tuple and all(type(x) is str for x in v))
+                   for v in row), row
+    gc.collect()
+    assert not any(gc.is_tracked(row) for row in bundle.trace)
+    referents = gc.get_referents(*bundle.trace)
+    assert not any(type(r).__name__ == "Candidate" for r in referents)
+    assert {row[11] for row in bundle.trace} >= {None, "BUDGET_EXHAUSTED", "DUPLICATE"}

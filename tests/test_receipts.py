@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import rms_duck
+from rms_duck.candidates import to_candidates
 from rms_duck.escape import canonical_json
 from rms_duck.packing.represent import has_memory_text
 from rms_duck.receipts import CANDIDATE_FIELDS, RECEIPT_FIELDS, RECEIPT_VERSION, seal_receipt
@@ -330,10 +331,11 @@ def test_candidates_carry_has_content_by_the_memory_text_rule(context_format):
         body = json.loads(bundle.receipt)
         assert canonical_json(bundle.receipt_body) == bundle.receipt  # both paths agree
         content = {r["id"]: r["content"] for r in HAS_CONTENT_ROWS}
+        candidates = {c.id: c for c in to_candidates(HAS_CONTENT_ROWS)}
         for row in body["candidates"]:
             blank = not content[row["id"]].strip()
             expected = row["chosen"] is not None and has_memory_text(
-                next(c for c, *_ in bundle.trace if c.id == row["id"]), Level(row["chosen"]))
+                candidates[row["id"]], Level(row["chosen"]))
             assert row["has_content"] is expected, (budget, row)
             assert expected == (row["chosen"] in ("full", "prose", "structured") and not blank)
             seen.setdefault((row["chosen"], blank), set()).add(row["has_content"])

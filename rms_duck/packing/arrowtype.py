@@ -100,12 +100,12 @@ def bundle_array(bundles: Sequence[MemoryBundle], inputs: Sequence[str] | None =
         ids, reasons, scores, tiers = exc["id"], exc["reason"], exc["score"], exc["tier"]
         # Most of a large pool, read from the trace rows as they stand (the reason's value,
         # the tier's number), with no ExcludedRecord built: bundle.excluded's rows in order.
-        for c, tier, _, _, chosen, _, reason, _ in b.trace:
-            if chosen is None:
-                ids.append(c.id)
-                reasons.append(reason)
-                scores.append(c.score)
-                tiers.append(tier)
+        for row in b.trace:
+            if row[9] is None:  # chosen: none, so excluded (bundle.TraceRow)
+                ids.append(row[0])
+                reasons.append(row[11])
+                scores.append(row[1])
+                tiers.append(row[6])
         exc_at.append(len(ids))
         pairs.extend(list(pair) for pair in b.conflicts)
         pairs_at.append(len(pairs))

@@ -685,7 +685,7 @@ def empty_context_warnings(flags: list[str], trace: tuple[TraceRow, ...], budget
     # Nothing fit, so every trace row is an exclusion, its reason spelled as the value.
     counts: dict[str, int] = {}
     for row in trace:
-        reason = row[6] or ""  # never empty: no row was packed
+        reason = row[11] or ""  # never empty: no row was packed
         counts[reason] = counts.get(reason, 0) + 1
     reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     text = f"none of {len(trace)} candidates was packed ({reasons})"
@@ -724,16 +724,24 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
             last_levels, tried = levels, known
         if o.entry is None:  # not in the layout, so not in the context
             # _value_, not .value: the enum property costs a Python call per candidate.
-            add_row((c, tier_number[o.tier], o.order_key, tried, None, 0,
+            add_row((c.id, c.score, c.content, c.source_type._value_, c.epistemic_type._value_,
+                     None, tier_number[o.tier], o.order_key, tried, None, 0,
                      exhausted if o.reason is None else o.reason._value_, None))
         else:
             entry = final[c.id]
-            add_row((c, tier_number[o.tier], o.order_key, tried, entry.level._value_,
+            add_row((c.id, c.score, c.content, c.source_type._value_, c.epistemic_type._value_,
+                     c.has_text, tier_number[o.tier], o.order_key, tried, entry.level._value_,
                      entry.cost, None, position[c.id]))
-    rows += [(c, None, None, (), None, 0, Reason.BELOW_MIN_SCORE.value, None)
+    rows += [_unranked_row(c, Reason.BELOW_MIN_SCORE.value)
              for c in sorted(below, key=lambda c: c.id)]
-    rows += [(c, None, None, (), None, 0, Reason.DUPLICATE.value, None) for c in duplicates]
+    rows += [_unranked_row(c, Reason.DUPLICATE.value) for c in duplicates]
     return tuple(rows)
+
+
+def _unranked_row(c: Candidate, reason: str) -> TraceRow:
+    """The trace row of a candidate left out before ranking (below min_score, duplicate)."""
+    return (c.id, c.score, c.content, c.source_type._value_, c.epistemic_type._value_, None,
+            None, None, (), None, 0, reason, None)
 
 
 __all__ = ["pack_candidates"]
