@@ -126,6 +126,13 @@ def test_cli_rejects_unknown_ordering(capsys):
     assert "--orderings: unknown value 'random'" in capsys.readouterr().err
 
 
+def test_cli_rejects_an_unknown_format_and_names_the_way_to_register_one(capsys):
+    assert main(["eval", str(EXAMPLE), "--format", "plain", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "--format: unknown context format 'plain'; use one of reader, auditable, " in err
+    assert "--format-module" in err
+
+
 def test_example_file_matches_its_generator():
     spec = importlib.util.spec_from_file_location(
         "make_eval_conversations", Path(__file__).parent / "make_eval_conversations.py")

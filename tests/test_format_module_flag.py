@@ -114,3 +114,15 @@ def test_a_format_module_that_cannot_serve_is_named_with_the_fix(tmp_path, modul
     assert done.returncode == 1 and done.stdout == ""
     assert message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_eval_scores_a_custom_format_its_module_registers(packed, tmp_path):
+    example = Path(__file__).resolve().parents[1] / "examples" / "eval_conversations.jsonl"
+    out = tmp_path / "eval.json"
+    done = _cli("eval", str(example), "--format", "quoted_cli", "--format-module",
+                "quoted_formats", "--budgets", "2048", "--orderings", "balanced",
+                "--policies", "highest_fit", "--limit", "2", "--quiet", "--json", str(out),
+                cwd=packed)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["results"]
+    assert rows and all(0 < r["mean_tokens_used"] <= 2048 - 100 for r in rows)

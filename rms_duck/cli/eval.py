@@ -19,6 +19,7 @@ from ..evaluation.report import ProgressBar, format_categories, format_summary, 
 from ..evaluation.runner import BUDGETS, EvalSettings, run_eval
 from ..formats import FORMATS
 from .argtypes import output_path, positive_int
+from .format_modules import add_format_module_argument, import_format_modules
 from .tokenizer_options import add_tokenizer_arguments, check_encoding, tokenizer_config
 
 
@@ -30,8 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated multi-path orderings (default: all three)")
     parser.add_argument("--policies", default=",".join(POLICIES),
                         help="comma-separated representation policies (default: both)")
-    parser.add_argument("--format", default="reader", choices=tuple(FORMATS),
-                        help="context format")
+    parser.add_argument("--format", default="reader",
+                        help="context format: reader, auditable, compact, or one a "
+                             "--format-module registers")
     parser.add_argument("--limit", type=positive_int, help="evaluate only the first N questions")
     parser.add_argument("--k", type=positive_int, default=1000,
                         help="candidates ranked per question")
@@ -45,9 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the results as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_tokenizer_arguments(parser)
+    add_format_module_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    import_format_modules(args)  # before --format is checked: it may name their format
+    if args.format not in FORMATS:
+        raise ConfigError(f"--format: unknown context format {args.format!r}; use one of "
+                          f"{', '.join(FORMATS)}, or name the module that registers yours "
+                          "with --format-module")
     tokenizer = tokenizer_config(args)
     # A bad --encoding or --model, or one with no verified local file, fails before any work.
     check_encoding(PackingConfig(**tokenizer))
