@@ -6,7 +6,7 @@ import html
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
 
 from .config import PackingConfig
 from .errors import ContextRefError, did_you_mean
@@ -23,6 +23,13 @@ from .sha import sha256_text
 # 10,000 dict rows).
 TraceRow = tuple[str, float, str, str, str, bool | None, int | None, float | None,
                  tuple[str, ...], str | None, int, str | None, int | None]
+# Where the fields read without unpacking the whole row sit in it (Final: mypy then types
+# row[ROW_ID] as the field's own type).
+ROW_ID: Final = 0
+ROW_SCORE: Final = 1
+ROW_TIER: Final = 6
+ROW_CHOSEN: Final = 9
+ROW_REASON: Final = 11
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -244,8 +251,8 @@ _TIERS: dict[int | None, Tier | None] = {None: None, **{int(tier): tier for tier
 
 def excluded_records(trace: tuple[TraceRow, ...]) -> tuple[ExcludedRecord, ...]:
     """The ExcludedRecord of each trace row whose candidate was not packed, in trace order."""
-    reasons = Reason._value2member_map_
+    reasons: Mapping[str | None, Reason] = Reason._value2member_map_  # type: ignore[assignment]
     tiers = _TIERS
-    return tuple(ExcludedRecord(id=row[0], reason=reasons[row[11]], score=row[1],  # type: ignore[arg-type]
-                                tier=tiers[row[6]])
-                 for row in trace if row[9] is None)
+    return tuple(ExcludedRecord(id=row[ROW_ID], score=row[ROW_SCORE], tier=tiers[row[ROW_TIER]],
+                                reason=reasons[row[ROW_REASON]])
+                 for row in trace if row[ROW_CHOSEN] is None)

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from ..bundle import ROW_CHOSEN, ROW_ID, ROW_REASON, ROW_SCORE, ROW_TIER
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -101,11 +103,11 @@ def bundle_array(bundles: Sequence[MemoryBundle], inputs: Sequence[str] | None =
         # Most of a large pool, read from the trace rows as they stand (the reason's value,
         # the tier's number), with no ExcludedRecord built: bundle.excluded's rows in order.
         for row in b.trace:
-            if row[9] is None:  # chosen: none, so excluded (bundle.TraceRow)
-                ids.append(row[0])
-                reasons.append(row[11])
-                scores.append(row[1])
-                tiers.append(row[6])
+            if row[ROW_CHOSEN] is None:  # no level chosen: excluded
+                ids.append(row[ROW_ID])
+                reasons.append(row[ROW_REASON])
+                scores.append(row[ROW_SCORE])
+                tiers.append(row[ROW_TIER])
         exc_at.append(len(ids))
         pairs.extend(list(pair) for pair in b.conflicts)
         pairs_at.append(len(pairs))

@@ -14,7 +14,7 @@ from itertools import accumulate
 from numbers import Integral
 from typing import Any
 
-from ..bundle import MemoryBundle, TraceRow
+from ..bundle import ROW_REASON, MemoryBundle, TraceRow
 from ..candidates import CheckedCandidates, to_candidates
 from ..config import PackingConfig, parse_config
 from ..errors import CandidateError, ConfigError
@@ -685,7 +685,7 @@ def empty_context_warnings(flags: list[str], trace: tuple[TraceRow, ...], budget
     # Nothing fit, so every trace row is an exclusion, its reason spelled as the value.
     counts: dict[str, int] = {}
     for row in trace:
-        reason = row[11] or ""  # never empty: no row was packed
+        reason = row[ROW_REASON] or ""  # never empty: no row was packed
         counts[reason] = counts.get(reason, 0) + 1
     reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     text = f"none of {len(trace)} candidates was packed ({reasons})"
