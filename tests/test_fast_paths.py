@@ -497,7 +497,9 @@ def test_the_selectors_usual_tier_shortcut_gives_tier_of():
         (False, True), (0.5, 1.0), (NodeType.NOTE, NodeType.TASK),
         (Lifecycle.TENTATIVE, Lifecycle.ARCHIVED),
         ((), ("VECTOR",), ("EPISODE_CONTEXT",), ("EVIDENCE_CONTEXT",), ("SESSION_CONTEXT",),
-         ("VECTOR", "LEXICAL"), ("VECTOR", "VECTOR"), ("VECTOR", "SESSION_CONTEXT")),
+         ("VECTOR", "LEXICAL"), ("VECTOR", "VECTOR"), ("VECTOR", "SESSION_CONTEXT"),
+         # Hand-built Candidates take any collection as they are: tier_of reads them all.
+         {"EPISODE_CONTEXT"}, frozenset({"VECTOR"}), ["EVIDENCE_CONTEXT"], {"VECTOR": 1}),
         (None, 1, 2))
     pool = [Candidate(id=f"c{i:04}", score=0.5, content="x", pinned=pinned, salience=salience,
                       type=kind, lifecycle_state=state, paths=paths, path_count=count)

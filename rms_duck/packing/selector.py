@@ -159,11 +159,12 @@ class Selector:
         remaining_tier = by_tier[_REMAINING]
         for c in pool:
             paths = c.paths
-            if (c.path_count is None and len(paths) < 2 and not c.pinned
-                    and c.salience != 1.0 and c.type is not _TASK
+            if (type(paths) is tuple and c.path_count is None and len(paths) < 2
+                    and not c.pinned and c.salience != 1.0 and c.type is not _TASK
                     and not (paths and paths[0] in _EPISODE_PATHS)):
                 # tier_of()'s answer for most of a pool (one path, no pin, no task), spelled
-                # out: the call cost more than the test, once per candidate per pack.
+                # out: the call cost more than the test, once per candidate per pack. Only
+                # for a tuple, as checked rows hold: a hand-built Candidate may hold a set.
                 outcomes[c.id] = outcome = Outcome(c, _REMAINING)
                 remaining_tier.append(c)
                 outcome.order_key = c.score
