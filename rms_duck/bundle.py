@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from .config import PackingConfig
-from .errors import ContextRefError, did_you_mean
+from .errors import ContextRefError, RmsError, did_you_mean
 from .receipts import has_content, join_fragments, receipt_body, receipt_fragments
 from .records import Decision, ExcludedRecord, IncludedRecord, Reason, Tier
 from .sha import sha256_text
@@ -72,6 +72,20 @@ class MemoryBundle:
     def excluded_count(self) -> int:
         """len(excluded), without building the records: every candidate has one trace row."""
         return len(self.trace) - len(self.included)
+
+    def __setstate__(self, state: list[Any]) -> None:
+        # The dataclass's own, which pairs the values with fields() by position, after
+        # checking there are as many: a bundle pickled by an rms_duck whose fields differ
+        # (excluded was one until 2026-12-04) loaded with every later value one field off.
+        names = _FIELD_NAMES
+        if len(state) != len(names):
+            raise RmsError(
+                f"this MemoryBundle was pickled by another version of rms_duck ({len(state)} "
+                f"fields, this version has {len(names)}); pickles move bundles between "
+                "processes of one version: keep the receipt, and rms_duck.replay() it, to "
+                "have the bundle again")
+        for name, value in zip(names, state, strict=True):
+            object.__setattr__(self, name, value)
 
     def __eq__(self, other: object) -> bool:
         # The dataclass's field-by-field equality, with the derived excluded records too: two
@@ -242,6 +256,7 @@ def _markdown_text(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>])", r"\\\1", text)
 
 
+_FIELD_NAMES = tuple(f.name for f in fields(MemoryBundle))
 # The fields the dataclass would compare, in order, with excluded where it stood.
 _COMPARED = tuple(f.name for f in fields(MemoryBundle) if f.compare)
 _COMPARED = (*_COMPARED[:_COMPARED.index("included") + 1], "excluded",

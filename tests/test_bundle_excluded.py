@@ -4,6 +4,7 @@ the same records in the same order, in equality, in pickles and through SQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import rms_duck
@@ -60,6 +61,23 @@ def test_a_pickled_bundle_reads_the_same_excluded_records():
     copy = pickle.loads(pickle.dumps(bundle))
     assert copy == bundle and copy.excluded == bundle.excluded
     assert copy.receipt == bundle.receipt
+
+
+def test_a_bundle_pickled_with_other_fields_is_refused_not_shifted():
+    """The dataclass's __setstate__ pairs values with fields by position: a bundle pickled
+    while excluded was a field loaded with conflicts holding the excluded records."""
+    import pytest
+
+    from rms_duck.bundle import MemoryBundle
+    from rms_duck.errors import RmsError
+
+    bundle = rms_duck.pack_candidates(_pool(), budget=400)
+    state = list(bundle.__getstate__())
+    state.insert(5, bundle.excluded)  # where excluded stood, as the earlier version wrote it
+    now = len(dataclasses.fields(MemoryBundle))
+    with pytest.raises(RmsError, match=rf"pickled by another version of rms_duck \({now + 1} "
+                                       rf"fields, this version has {now}\).*rms_duck.replay"):
+        object.__new__(MemoryBundle).__setstate__(state)
 
 
 def test_sql_excluded_list_matches_the_python_bundle(con):
