@@ -74,6 +74,32 @@ def test_audit_replays_a_custom_format_once_its_module_is_named(packed):
     assert by_path.returncode == 0, by_path.stdout + by_path.stderr
 
 
+def test_one_file_named_by_its_module_and_by_its_path_is_imported_once(packed):
+    done = _cli("audit", "--db", "store.duckdb", "--replay", "--format-module",
+                "quoted_formats", "--format-module", str(packed / "quoted_formats.py"),
+                cwd=packed)
+    assert done.returncode == 0, done.stdout + done.stderr  # not "already registered"
+
+
+def test_a_format_may_import_a_sibling_while_it_packs(tmp_path):
+    """The rms-duck script's own folder, not the current one, leads its Python path: a
+    format importing a module beside it inside record_line found it while the flag imported
+    the format, and failed with a traceback mid-pack after."""
+    script = Path(sys.executable).parent / "rms-duck"
+    if not script.exists():
+        pytest.skip("the rms-duck script is not installed beside this Python")
+    (tmp_path / "late_helper.py").write_text("PREFIX = '> '\n")
+    (tmp_path / "late_formats.py").write_text(FORMAT_MODULE.replace(
+        'return "* " + json_text(view.text)',
+        'import late_helper\n        return late_helper.PREFIX + json_text(view.text)'))
+    done = subprocess.run([str(script), "pack", "--budget", "300", "--format-module",
+                           "late_formats", "--config", '{"context_format": "quoted_cli"}'],
+                          cwd=tmp_path, input=json.dumps(ROWS[0]) + "\n", capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert '> "The cut-over is on 2026-12-19."' in json.loads(done.stdout)["context"]
+
+
 def test_a_format_file_may_import_the_module_beside_it(packed, tmp_path):
     (tmp_path / "defines.py").write_text(FORMAT_MODULE.replace(
         "register_format(QuotedFormat())", ""))
@@ -83,6 +109,11 @@ def test_a_format_file_may_import_the_module_beside_it(packed, tmp_path):
     done = _cli("audit", "--db", str(packed / "store.duckdb"), "--replay", "--format-module",
                 str(tmp_path / "registers.py"), cwd=packed.parent)
     assert done.returncode == 0, done.stdout + done.stderr
+    # By module name, twice: the second finds it imported, though its format's class is
+    # defined in the module beside it.
+    twice = _cli("audit", "--db", str(packed / "store.duckdb"), "--replay", "--format-module",
+                 "registers", "--format-module", "registers", cwd=tmp_path)
+    assert twice.returncode == 0, twice.stdout + twice.stderr
 
 
 def test_pack_without_the_module_refuses_the_format_name(tmp_path):
@@ -104,6 +135,9 @@ def test_pack_without_the_module_refuses_the_format_name(tmp_path):
     ("taken", {"taken.py": FORMAT_MODULE.replace('"quoted_cli"', '"reader"')},
      "a context format named 'reader' is already registered"),
     ("", {}, "--format-module needs a module name or a .py file's path"),
+    (".relative", {}, "--format-module needs a module name or a .py file's path"),
+    ("json", {}, "--format-module 'json' names a module this process had imported already, "
+                 "and no registered context format comes from it"),
 ])
 def test_a_format_module_that_cannot_serve_is_named_with_the_fix(tmp_path, module, files,
                                                                   message):
