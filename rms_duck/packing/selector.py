@@ -237,10 +237,8 @@ class Selector:
         key = self._memo_key(c, level, text)
         got = None if key is None else remembered(key)
         if got is None:
-            got = self._price(self._view_of(c, level, text))
-            if key is not None:
-                remember(key, got)
-        elif got.view.candidate is not c:
+            return self._fresh(c, level, text, key)
+        if got.view.candidate is not c:
             # An equal candidate priced it (a new object per SQL pack, or -0.0 for 0.0): the
             # line is the same, but the entry must carry this candidate. (Priced(...)
             # spelled out: NamedTuple._replace costs four times as much.)
@@ -255,7 +253,14 @@ class Selector:
         remembered: the balanced ordering reads only the cost of every multi-path line."""
         key = self._memo_key(c, level, text)
         got = None if key is None else remembered(key)
-        return got.line if got is not None else self.priced(c, level, text).line
+        return got.line if got is not None else self._fresh(c, level, text, key).line
+
+    def _fresh(self, c: Candidate, level: Level, text: str, key: tuple | None) -> Priced:
+        """c at `level` priced afresh, and remembered under `key` (None: not remembered)."""
+        got = self._price(self._view_of(c, level, text))
+        if key is not None:
+            remember(key, got)
+        return got
 
     def _memo_key(self, c: Candidate, level: Level, text: str) -> tuple | None:
         """The priced memo's key for c at `level`: every field of the view it is priced
