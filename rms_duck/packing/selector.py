@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import cache
+from operator import attrgetter
 from typing import Any
 
 from ..config import PackingConfig
@@ -362,13 +363,18 @@ class Selector:
         folding, text_required = self.folding, self.text_required
         text_ladder = self._exhaust_ladder
         prose = Level.PROSE in self.allowed
+        if remaining <= 0:
+            # The usual end of a pack (most of a large pool): nothing is tried, so each
+            # undecided candidate only takes the reason.
+            for outcome in map(outcomes.__getitem__, map(_ID_OF, rest)):
+                if outcome.entry is None and outcome.reason is None:
+                    outcome.reason = exhausted
+            return
         for c in rest:
             outcome = outcomes[c.id]
             if outcome.entry is not None or outcome.reason is not None:
                 continue
-            if remaining <= 0:
-                outcome.reason = exhausted
-            elif folding and c.evidence_ids and self.covered(c):
+            if folding and c.evidence_ids and self.covered(c):
                 outcome.reason = Reason.FOLDED
             elif text_required and (not (content := c.content) or content.isspace()):
                 outcome.reason = Reason.NO_TEXT  # c.has_text, spelled out: it runs per miss
@@ -622,6 +628,7 @@ def _disjoint(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return not any(source in b for source in a)
 
 
+_ID_OF = attrgetter("id")
 _FULL = Level.FULL
 _FULL_ONLY = (Level.FULL,)
 _FULL_AND_PROSE = (Level.FULL, Level.PROSE)
