@@ -95,3 +95,6 @@ def test_smoke_bench_prints_the_issue_targets_with_their_limits(smoke_output):
                                             "<= 2.5", "<= 1.3"]
     assert "rms_store / pack_context, GROUP BY" in issue[-1][0]
     assert any("estimate packer" in row[0] for row in issue[2:])
+    # The SQL and stored rows carry the floors measured beside them (bench/handover.py).
+    assert "floor: DuckDB's hand-over alone" in issue[2][4]
+    assert "floor: one INSERT of its inputs and receipt texts" in issue[4][4]
