@@ -17,9 +17,17 @@ def bundle_metrics(included: Sequence[IncludedRecord], available: int) -> dict[s
 
     p10 interpolates linearly between order statistics, as DuckDB's quantile_cont does.
     """
-    ratios = sorted(str_value(r.score, r.tokens) for r in included)
-    used = sum(r.tokens for r in included)
-    wasted = sum(r.tokens for r in included if r.representation is Level.REFERENCE)
+    # One pass, str_value spelled out: it runs once per bundle, thousands of times a GROUP BY.
+    ratios = []
+    used = wasted = 0
+    reference = Level.REFERENCE
+    for r in included:
+        tokens = r.tokens
+        ratios.append(r.score / max(tokens, 1))
+        used += tokens
+        if r.representation is reference:
+            wasted += tokens
+    ratios.sort()
     denominator = available if available > 0 else None
     return {
         "str_mean": sum(ratios) / len(ratios) if ratios else None,
