@@ -631,7 +631,7 @@ def _gather_what_fits(sel: Selector, budget: int, available: int, pairs: list[li
 def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
             below: list[Candidate], budget: int, available: int, config: PackingConfig,
             flags: list[str]) -> MemoryBundle:
-    position = {e.candidate.id: i for i, e in enumerate(assembly.entries)}
+    position = {e.view.candidate.id: i for i, e in enumerate(assembly.entries)}
     included = tuple(map(_included, assembly.entries))
     trace = _decisions(sel, assembly, below, duplicates, position)
     conflicts = tuple(sorted(sel.layout.pairs))  # the layout tracks its packed pairs
@@ -711,7 +711,7 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
     those below min_score, then duplicates: the receipt's order). The bundle's excluded
     records derive from these rows when first read (bundle.py). It runs once per candidate
     per pack, so it is written for speed."""
-    final = {e.candidate.id: e for e in assembly.entries}
+    final = assembly.entries  # position: candidate id -> its entry's place here
     rows: list[TraceRow] = []
     # The ladders tried are a few distinct tuples per pack (each record tried builds its
     # own): spell each once, found by value (Level hashes as its str value, in C).
@@ -734,10 +734,11 @@ def _decisions(sel: Selector, assembly: Assembly, below: list[Candidate],
                      None, tier_number[o.tier], o.order_key, tried, None, 0,
                      exhausted if o.reason is None else o.reason._value_, None))
         else:
-            entry = final[c.id]
+            at = position[c.id]
+            entry = final[at]
             add_row((c.id, c.score, c.content, c.source_type._value_, c.epistemic_type._value_,
-                     c.has_text, tier_number[o.tier], o.order_key, tried, entry.level._value_,
-                     entry.cost, None, position[c.id]))
+                     c.has_text, tier_number[o.tier], o.order_key, tried,
+                     entry.view.level._value_, entry.cost, None, at))
     rows += [_unranked_row(c, Reason.BELOW_MIN_SCORE.value)
              for c in sorted(below, key=lambda c: c.id)]
     rows += [_unranked_row(c, Reason.DUPLICATE.value) for c in duplicates]
