@@ -62,7 +62,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
             # Date order first, then each session window gathered at its first member.
             group = arrange(group)
         groups.append(group)
-    pair_labels = _pair_labels([e for group in groups for e in group]) if labelled else {}
+    pair_labels = _pair_labels(groups) if labelled else {}
     entries: list[Entry] = []
     body: list[str] = []
     references: dict[str, str] = {}  # citation ref -> candidate id, when numbered
@@ -74,12 +74,14 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
         run_shown = _printed_of(group, printed) if layout.shown_runs else None
         for i, (entry, dates) in enumerate(zip(group, printed, strict=True)):
             ref = f"m{len(entries) + 1}" if numbered else entry.view.ref
-            labels = tuple(pair_labels[_pair(entry.candidate.id, other)]
-                           for other in entry.view.contradicts) if labelled else ()
+            view = entry.view
+            labels = tuple(pair_labels[_pair(view.candidate.id, other)]
+                           for other in view.contradicts) if labelled and view.contradicts else ()
             prev = group[i - 1] if i else None
             role = run_role(prev, entry, group[i + 1] if i + 1 < len(group) else None,
                             run_shown) if layout.runs else ""
-            entry = _rerender(entry, ref, labels, layout)
+            if view.ref != ref or view.conflict_labels != labels:
+                entry = _rerender(entry, ref, labels, layout)
             if numbered and ref is not None:
                 references[ref] = entry.candidate.id
             above = date_run(shown, dates)
@@ -101,7 +103,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
                 body.append(entry.line)
             entries.append(entry)
     header = fmt.header(speakers=layout.speakers > 0, citations=layout.citations)
-    rest = counter.line_cost(header) + sum(counter.line_cost(line) for line in body)
+    rest = counter.line_cost(header) + sum(map(counter.line_cost, body))
     labels_shown: list[str] = sorted(set(pair_labels.values()), key=_label_number)
     shown_conflicts: list[object] = list(labels_shown) if labelled else list(conflicts)
 
@@ -121,7 +123,7 @@ def assemble(layout: Layout, *, budget: int, available: int, conflicts: list[lis
     if total is None or total > available:
         return None
     lines = ([shown_guidance] if shown_guidance else []) + [header] + body + [meta(total)]
-    context = "".join(line + "\n" for line in lines)
+    context = "\n".join(lines) + "\n"  # every line ends in one
     # The sum of the lines output (a format may render its metadata differently on a second
     # call) is the count when the pattern proves it (LineCounter.sums_exactly); otherwise the
     # whole output is counted, and the count wins.
@@ -178,14 +180,16 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
-def _pair_labels(entries: list[Entry]) -> dict[tuple[str, str], str]:
-    """c1, c2, ... for the CONTRADICTS pairs, numbered in the order the context shows them."""
+def _pair_labels(groups: list[list[Entry]]) -> dict[tuple[str, str], str]:
+    """c1, c2, ... for the CONTRADICTS pairs, numbered in the order the context shows them
+    (`groups`: the sections' entries in print order)."""
     labels: dict[tuple[str, str], str] = {}
-    for entry in entries:
-        for other in entry.view.contradicts:
-            pair = _pair(entry.candidate.id, other)
-            if pair not in labels:
-                labels[pair] = f"c{len(labels) + 1}"
+    for group in groups:
+        for entry in group:
+            for other in entry.view.contradicts:
+                pair = _pair(entry.view.candidate.id, other)
+                if pair not in labels:
+                    labels[pair] = f"c{len(labels) + 1}"
     return labels
 
 
@@ -194,8 +198,7 @@ def _label_number(label: str) -> int:
 
 
 def _rerender(entry: Entry, ref: str | None, labels: tuple[str, ...], layout: Layout) -> Entry:
-    if entry.view.ref == ref and entry.view.conflict_labels == labels:
-        return entry
+    """`entry` printed with citation `ref` and conflict pair `labels` (which it lacks)."""
     v = entry.view
     view = RecordView(v.candidate, v.level, v.text, ref, v.contradicts, labels, v.speaker_above)
     line = layout.fmt.record_line(view)
