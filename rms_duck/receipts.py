@@ -194,7 +194,10 @@ def receipt_fragments(*, config: PackingConfig, encoding_sha256: str, budget: in
                           available=available, tokens_used=tokens_used,
                           context_sha256=context_sha256, flags=flags, conflicts=conflicts,
                           metrics=metrics, guidance_shown=guidance_shown)
+    del body["encoding"]  # written directly below: json.dumps of it cost as much as the rest
     out = {key: canonical_json(value) for key, value in body.items()}
+    out["encoding"] = (f'{{"name":{canonical_json(config.encoding)},'
+                       f'"sha256":{canonical_json(encoding_sha256)}}}')
     out["config"] = _config_json(config)
     out["candidates"] = candidates_json(trace, with_has_content)
     return out
@@ -296,8 +299,19 @@ def _number(value: float) -> str:
 
 def join_fragments(fragments: Mapping[str, str]) -> str:
     """{key: canonical value text} -> the canonical JSON object (keys sorted, as json sorts)."""
-    return "{" + ",".join(f"{json_string(key)}:{fragments[key]}"
-                          for key in sorted(fragments)) + "}"
+    keys = tuple(fragments)
+    order = _KEY_ORDERS.get(keys)
+    if order is None:
+        # A process's receipts have a few key sets, each met in one order: sort and spell
+        # each set once (remembered by the keys in their order), not once per receipt.
+        order = tuple((key, json_string(key) + ":") for key in sorted(keys))
+        if len(_KEY_ORDERS) >= 64:
+            _KEY_ORDERS.clear()
+        _KEY_ORDERS[keys] = order
+    return "{" + ",".join([name + fragments[key] for key, name in order]) + "}"
+
+
+_KEY_ORDERS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
 
 
 def inputs_json(candidates: Sequence[Candidate]) -> str:
