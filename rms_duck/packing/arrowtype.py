@@ -8,8 +8,9 @@ module level, so the type is built on first use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from ..bundle import ROW_CHOSEN, ROW_ID, ROW_REASON, ROW_SCORE, ROW_TIER
@@ -73,51 +74,47 @@ def bundle_array(bundles: Sequence[MemoryBundle], inputs: Sequence[str] | None =
     """Bundles as one array of bundle_arrow_type() (and the inputs column when given): the
     same array as pa.array([bundle_row(b) ...]), built a column at a time. A dict per
     record that Arrow reads back cost a GROUP BY 7.1 ms per 512 bundles of 8 candidates;
-    one list per field, filled in one pass, costs 4.1 ms."""
+    one list per field, filled in one pass, cost 4.1 ms; one comprehension per field over
+    all the bundles' records, 2.8 ms."""
     import pyarrow as pa
 
     kind = bundle_arrow_type()
     included, excluded = kind.field("included").type, kind.field("excluded").type
-    inc: dict[str, list[Any]] = {name: [] for name in included.value_type.names}
-    exc: dict[str, list[Any]] = {name: [] for name in excluded.value_type.names}
-    inc_at, exc_at, pairs_at, flags_at, warnings_at, refs_at = ([0] for _ in range(6))
-    pairs: list[list[str]] = []
-    flags: list[str] = []
-    warnings: list[str] = []
-    refs: list[str] = []
-    ref_ids: list[str] = []
-    for b in bundles:
-        for r in b.included:
-            inc["id"].append(r.id)
-            inc["section"].append(r.section._value_)
-            inc["representation"].append(r.representation._value_)
-            inc["tokens"].append(r.tokens)
-            inc["ref"].append(r.ref)
-            inc["score"].append(r.score)
-            inc["tier"].append(int(r.tier))
-            inc["conflict"].append(r.conflict)
-            inc["source_type"].append(r.source_type)
-            inc["epistemic"].append(r.epistemic)
-        inc_at.append(len(inc["id"]))
-        ids, reasons, scores, tiers = exc["id"], exc["reason"], exc["score"], exc["tier"]
-        # Most of a large pool, read from the trace rows as they stand (the reason's value,
-        # the tier's number), with no ExcludedRecord built: bundle.excluded's rows in order.
-        for row in b.trace:
-            if row[ROW_CHOSEN] is None:  # no level chosen: excluded
-                ids.append(row[ROW_ID])
-                reasons.append(row[ROW_REASON])
-                scores.append(row[ROW_SCORE])
-                tiers.append(row[ROW_TIER])
-        exc_at.append(len(ids))
-        pairs.extend(list(pair) for pair in b.conflicts)
-        pairs_at.append(len(pairs))
-        flags.extend(b.flags)
-        flags_at.append(len(flags))
-        warnings.extend(b.warnings)
-        warnings_at.append(len(warnings))
-        refs.extend(b.context_references)
-        ref_ids.extend(b.context_references.values())
-        refs_at.append(len(refs))
+    records = [r for b in bundles for r in b.included]
+    inc: dict[str, list[Any]] = {
+        "id": [r.id for r in records],
+        "section": [r.section._value_ for r in records],
+        "representation": [r.representation._value_ for r in records],
+        "tokens": [r.tokens for r in records],
+        "ref": [r.ref for r in records],
+        "score": [r.score for r in records],
+        "tier": [r.tier._value_ for r in records],
+        "conflict": [r.conflict for r in records],
+        "source_type": [r.source_type for r in records],
+        "epistemic": [r.epistemic for r in records],
+    }
+    # Most of a large pool, read from the trace rows as they stand (the reason's value, the
+    # tier's number), with no ExcludedRecord built: bundle.excluded's rows in order. Each
+    # candidate has one row, so a bundle's excluded rows are those of its trace less its
+    # included records.
+    rows = [row for b in bundles for row in b.trace if row[ROW_CHOSEN] is None]
+    exc: dict[str, list[Any]] = {
+        "id": [row[ROW_ID] for row in rows],
+        "reason": [row[ROW_REASON] for row in rows],
+        "score": [row[ROW_SCORE] for row in rows],
+        "tier": [row[ROW_TIER] for row in rows],
+    }
+    inc_at = _offsets(len(b.included) for b in bundles)
+    exc_at = _offsets(len(b.trace) - len(b.included) for b in bundles)
+    pairs = [list(pair) for b in bundles for pair in b.conflicts]
+    pairs_at = _offsets(len(b.conflicts) for b in bundles)
+    flags = [flag for b in bundles for flag in b.flags]
+    flags_at = _offsets(len(b.flags) for b in bundles)
+    warnings = [text for b in bundles for text in b.warnings]
+    warnings_at = _offsets(len(b.warnings) for b in bundles)
+    refs = [ref for b in bundles for ref in b.context_references]
+    ref_ids = [node for b in bundles for node in b.context_references.values()]
+    refs_at = _offsets(len(b.context_references) for b in bundles)
 
     def listed(at: list[int], values: pa.Array, of: pa.ListType) -> pa.ListArray:
         return pa.ListArray.from_arrays(pa.array(at, pa.int32()), values, type=of)
@@ -147,3 +144,8 @@ def bundle_array(bundles: Sequence[MemoryBundle], inputs: Sequence[str] | None =
         columns.append(pa.array(inputs, pa.string()))
         fields.append(inputs_field())
     return pa.StructArray.from_arrays(columns, fields=fields)
+
+
+def _offsets(sizes: Iterable[int]) -> list[int]:
+    """A list column's offsets: 0, then the running total of its rows' sizes."""
+    return list(accumulate(sizes, initial=0))
