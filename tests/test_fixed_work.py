@@ -52,3 +52,18 @@ def test_receipt_encoding_member_is_canonical_json_of_it():
     receipt = json.loads(bundle.receipt)
     assert bundle.receipt_fragments["encoding"] == canonical_json(receipt["encoding"])
     assert canonical_json(receipt) == bundle.receipt
+
+
+def test_stored_ids_are_version_4_uuids_in_their_usual_spelling():
+    import uuid
+
+    from rms_duck.duck.storage import new_uuid
+
+    ids = [new_uuid() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == text
+    # Every variant digit (8, 9, a, b) turns up: the two random bits are kept.
+    assert {text[19] for text in ids} == set("89ab")

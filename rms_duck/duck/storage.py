@@ -22,10 +22,10 @@ conflicts are retried: a full disk or another I/O failure stops at once.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
@@ -244,7 +244,7 @@ def _store_once(cur, rows: Sequence[Pending], created: datetime, *, scan: bool =
         created_at = created + timedelta(microseconds=i) if i else created
         last, prev, has_head = tips[row.chain]
         seq = (last or 0) + 1
-        bundle_id, receipt_id = str(uuid.uuid4()), str(uuid.uuid4())
+        bundle_id, receipt_id = new_uuid(), new_uuid()
         text, digest = seal_fragments(
             row.fragments, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created_at,
             chain_namespace=row.chain, seq=seq, prev_sha256=prev, inputs=row.inputs,
@@ -271,6 +271,19 @@ def _store_once(cur, rows: Sequence[Pending], created: datetime, *, scan: bool =
                         [chain, newest, newest_sha256])
     cur.execute("COMMIT")
     return stored
+
+
+def new_uuid() -> str:
+    """str(uuid.uuid4()): 16 random bytes with the version 4 and RFC 4122 variant bits set,
+    written from the bytes' hex. uuid.UUID's own arithmetic and formatting cost 2.5 µs an
+    id, and a stored bundle takes two."""
+    digits = os.urandom(16).hex()
+    return (f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{_VARIANT[digits[16]]}"
+            f"{digits[17:20]}-{digits[20:]}")
+
+
+# The variant's hex digit (binary 10xx) for each random one: its two low bits kept.
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 # Column order and Arrow types of rms_bundles and rms_receipts (sql/schema.sql).
