@@ -645,7 +645,9 @@ def _bundle(sel: Selector, assembly: Assembly, duplicates: list[Candidate],
         encoding_sha256=encoding_source(config.encoding).sha256,
         guidance_shown=assembly.guidance is not None,
         trace=trace,
-        warnings=empty_context_warnings(flags, trace, budget, available, config),
+        # No flag, no warning: most bundles skip the three flag lookups.
+        warnings=empty_context_warnings(flags, trace, budget, available, config) if flags
+        else (),
         with_has_content=not version6())
 
 
