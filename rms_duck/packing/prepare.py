@@ -24,10 +24,10 @@ def dedupe(rows: Sequence[Candidate]) -> tuple[list[Candidate], list[Candidate]]
             best[c.id], c = c, seen
         duplicates.append(c)
     duplicates.sort(key=lambda c: (c.id, -c.score, repr(c)))
-    return sorted(best.values(), key=_ID), duplicates
+    return sorted(best.values(), key=candidate_id), duplicates
 
 
-_ID = attrgetter("id")
+candidate_id = attrgetter("id")  # a candidate's id, read in C
 
 
 def by_score(in_id_order: Sequence[Candidate]) -> list[Candidate]:

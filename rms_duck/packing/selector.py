@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import cache
-from operator import attrgetter
 from typing import Any
 
 from ..config import PackingConfig
@@ -32,7 +31,7 @@ from .folding import FoldIndex, folds_into
 from .layout import Entry, Layout, dated, print_key, speaker_run
 from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
-from .prepare import by_score
+from .prepare import by_score, candidate_id
 from .priced import Priced, remember, remembered
 from .represent import representation_text
 
@@ -360,16 +359,16 @@ class Selector:
         if remaining is None:
             remaining = self.remaining()
         outcomes, exhausted = self.outcomes, Reason.BUDGET_EXHAUSTED
-        folding, text_required = self.folding, self.text_required
-        text_ladder = self._exhaust_ladder
-        prose = Level.PROSE in self.allowed
         if remaining <= 0:
             # The usual end of a pack (most of a large pool): nothing is tried, so each
             # undecided candidate only takes the reason.
-            for outcome in map(outcomes.__getitem__, map(_ID_OF, rest)):
+            for outcome in map(outcomes.__getitem__, map(candidate_id, rest)):
                 if outcome.entry is None and outcome.reason is None:
                     outcome.reason = exhausted
             return
+        folding, text_required = self.folding, self.text_required
+        text_ladder = self._exhaust_ladder
+        prose = Level.PROSE in self.allowed
         for c in rest:
             outcome = outcomes[c.id]
             if outcome.entry is not None or outcome.reason is not None:
@@ -628,7 +627,6 @@ def _disjoint(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return not any(source in b for source in a)
 
 
-_ID_OF = attrgetter("id")
 _FULL = Level.FULL
 _FULL_ONLY = (Level.FULL,)
 _FULL_AND_PROSE = (Level.FULL, Level.PROSE)
