@@ -29,7 +29,7 @@ MAX_SHAPES = 256
 
 # The test that keeps a value as it is, and the value kept, per field; `v` is the value.
 # Each mirrors the fast path of the matching check in candidates.py.
-_ID_OK = ("type(v) is str and (canonical(v) is not None or "
+_ID_OK = ("type(v) is str and (v in canonical_ids or canonical(v) or "
           "(len(v) != 36 and v[:1].strip() != '' and v[-1:].strip() != ''))")
 _UNIT_OK = "type(v) is float and 0.0 <= v <= 1.0"
 _KEEP: dict[str, tuple[str, str]] = {
@@ -58,6 +58,23 @@ _KEEP: dict[str, tuple[str, str]] = {
     # structured_value is parsed and re-dumped: always the general way.
 }
 _REQUIRED = ("id", "score", "content")
+# Ids proven canonical (lower-case hyphenated UUIDs), remembered: an agent packs the same
+# nodes again and again, and a set lookup costs a tenth of the pattern match (0.3 of a
+# builder's 2.3 µs a row). Emptied when full, so it stays small however many ids pass.
+_CANONICAL_IDS: set[str] = set()
+_CANONICAL_IDS_LIMIT = 65_536
+
+
+def _canonical(value: str) -> bool:
+    """Whether `value` (a str) is a canonical UUID; remembered when it is."""
+    if _CANONICAL_UUID.fullmatch(value) is None:
+        return False
+    if len(_CANONICAL_IDS) >= _CANONICAL_IDS_LIMIT:
+        _CANONICAL_IDS.clear()
+    _CANONICAL_IDS.add(value)
+    return True
+
+
 _builders: dict[tuple[Any, ...], Builder] = {}
 
 
@@ -130,7 +147,7 @@ def _all_text(values: Any) -> bool:
 def _write_builder(keys: tuple[Any, ...]) -> Builder:
     """One function for rows with exactly these keys (in this order; other keys ignored)."""
     env: dict[str, Any] = {
-        **builder_env(), "canonical": _CANONICAL_UUID.fullmatch,
+        **builder_env(), "canonical": _canonical, "canonical_ids": _CANONICAL_IDS,
         "datetime": datetime, "UTC": UTC, "condition_states": frozenset(CONDITION_STATES),
         "all_text": _all_text, "int32_min": INT32_MIN, "int32_max": INT32_MAX,
         **{f"members_{name}": members for name, members in _ENUM_VALUES.items()},

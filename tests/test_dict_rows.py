@@ -4,6 +4,7 @@ builds, value and type, and every row it does not take goes to to_candidate() un
 from __future__ import annotations
 
 import math
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -110,6 +111,21 @@ def test_rows_to_normalise_are_left_for_to_candidate():
     reader = dictrows.ShapeReader()
     assert [reader.candidate(row) for row in rows] == [None, None, None]
     assert [c.id for c in to_candidates(rows)] == [_UUID, "n1", "n2"]
+
+
+def test_canonical_ids_are_remembered_and_no_other_spelling_joins_them(monkeypatch):
+    monkeypatch.setattr(dictrows, "_CANONICAL_IDS_LIMIT", 4)
+    dictrows._CANONICAL_IDS.clear()
+    ids = [str(uuid.UUID(int=(i + 1) * 0xABCDEF0123456789)) for i in range(10)]
+    reader = dictrows.ShapeReader()
+    built = [reader.candidate({"id": i, "score": 0.5, "content": "x"}) for i in ids * 2]
+    assert [c.id for c in built] == ids * 2  # remembered or not, each is built alike
+    assert 0 < len(dictrows._CANONICAL_IDS) <= 4 and dictrows._CANONICAL_IDS <= set(ids)
+    # The upper-case spelling of a remembered id is still left to to_candidate to lower.
+    remembered = next(iter(dictrows._CANONICAL_IDS))
+    row = {"id": remembered.upper(), "score": 0.5, "content": "x"}
+    assert reader.candidate(row) is None
+    assert to_candidates([row])[0].id == remembered
 
 
 def test_a_call_writes_a_bounded_number_of_new_shape_builders():
