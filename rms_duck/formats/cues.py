@@ -16,6 +16,8 @@ _MONTHS = (
     "august", "september", "october", "november", "december",
 )
 _LEADING_GROUP = re.compile(r"\s*[(\[]([^()\[\]\n]{1,80})[)\]]")
+# More than the longest text a day's pattern matches ("09th of september., 2024": 25).
+MATCH_SPAN = 40
 
 
 @lru_cache(maxsize=4096)
@@ -36,11 +38,18 @@ def text_states_date(text: str, when: datetime) -> bool:
     Checked in a leading (...) or [...] group of at most 80 characters, or at the very start.
     """
     v = as_utc(when)
-    pattern = _date_pattern(v.year, v.month, v.day)
+    # Every form spells the year's four digits, and none matches more than MATCH_SPAN
+    # characters: a text without the year where a date is looked for states none, so the
+    # day's pattern is not compiled for it (0.8 ms each, once per distinct day and
+    # process: 0.4 s of a cold 5,000-bundle GROUP BY, in each process).
+    year = f"{v.year:04d}"
     group = _LEADING_GROUP.match(text)
-    if group and pattern.search(group.group(1)):
+    if group and year in group.group(1) \
+            and _date_pattern(v.year, v.month, v.day).search(group.group(1)):
         return True
-    return pattern.match(text.lstrip(" \t([")) is not None
+    start = text.lstrip(" \t([")
+    return year in start[:MATCH_SPAN] \
+        and _date_pattern(v.year, v.month, v.day).match(start) is not None
 
 
 def text_states_speaker(text: str, speaker: str) -> bool:
