@@ -325,3 +325,18 @@ def test_a_worker_that_cannot_load_a_moved_tokenizer_file_leaves_its_share_here(
     bulk.shutdown_pool()  # the next workers start after the move
     with pytest.warns(RuntimeWarning, match="a packing worker failed.*EncodingUnavailable"):
         assert pack_lists(candidates, budgets, configs, processes=2).equals(expected)
+
+
+def test_warm_workers_has_each_worker_import_and_run_the_packer_once():
+    bulk.start_pool(2)
+    assert parallel.warm_workers() == 1
+    with bulk.held_workers(1) as workers:
+        workers[0].send(bulk.call_request("rms_duck.packing.parallel:warm_up"))
+        assert bulk.receive_reply(workers[0]) == 0  # nothing left to import
+        # It leaves no costed line behind: a cold share after it is still cold.
+        workers[0].send(bulk.call_request("rms_duck.tokens.counter:cache_bytes"))
+        assert bulk.receive_reply(workers[0]) == 0
+    candidates, budgets, configs = _batch(12)
+    assert parallel.pack_in_parts(pa.chunked_array([candidates]), budgets, configs,
+                                  inputs=False, processes=2) == pack_lists(
+        candidates, budgets, configs, processes=1)

@@ -213,6 +213,38 @@ def clear_caches() -> None:
     clear_render_memos()
 
 
+def warm_up() -> int:
+    """In a worker: pack one small batch through a share's own path (Arrow IPC in and out,
+    the columnar intake, the reader's date and speaker lines), then forget what it cached.
+    Returns how many modules it imported. A worker's first share otherwise paid these
+    imports and first uses itself: 1.1 s against 0.55 s for the same 1,024 bundles."""
+    import sys
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+
+    before = len(sys.modules)
+    when = datetime(2024, 5, 28, 9, 30, tzinfo=UTC)
+    rows = [{"id": f"warm-{i}", "score": 0.5, "content": f"A short record number {i}.",
+             "event_time": when, "speaker": "Ada"} for i in range(3)]
+    from_ipc(pack_part(_to_ipc(pa.array([rows, rows[:1]])), [512, 512], [None, None], True))
+    clear_caches()
+    return len(sys.modules) - before
+
+
+def warm_workers() -> int:
+    """Have every started worker run warm_up(); returns how many were warmed. For timing
+    the packing of shares apart from the workers' start (rms-duck bench)."""
+    with bulk.held_workers(bulk.started_workers()) as workers:
+        for worker in workers or ():
+            worker.send(bulk.call_request("rms_duck.packing.parallel:warm_up"))
+        replies = [bulk.receive_reply(worker) for worker in workers or ()]
+    for reply in replies:
+        if isinstance(reply, BaseException):
+            raise reply
+    return len(replies)
+
+
 def clear_worker_caches() -> None:
     """Empty the line and render caches of every worker (the bench's cold runs)."""
     with bulk.held_workers(bulk.started_workers()) as workers:
