@@ -10,6 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rms_duck.formats import cues
+from rms_duck.formats.base import clear_render_memos
 from rms_duck.formats.cues import MATCH_SPAN, _date_pattern, text_states_date
 from tests.test_budget_properties import PROPERTY_SETTINGS
 
@@ -43,13 +44,16 @@ def test_no_pattern_matches_more_than_the_span_it_is_looked_for_in():
 
 
 def test_a_text_without_the_year_compiles_no_pattern():
-    _date_pattern.cache_clear()
+    # The memo is a render memo: a cold pack (clear_render_memos) compiles them again.
+    cues._PATTERNS.clear()
     when = datetime(2031, 3, 4, tzinfo=UTC)
     late = "[note] On 4 March the team met, and they said much later that 2031 came up."
     assert not text_states_date(late, when)
-    assert _date_pattern.cache_info().currsize == 0
+    assert not cues._PATTERNS
     assert text_states_date("(4 March 2031) The team met.", when)
-    assert _date_pattern.cache_info().currsize == 1
+    assert list(cues._PATTERNS) == [(2031, 3, 4)]
+    clear_render_memos()
+    assert not cues._PATTERNS
 
 
 _YEARS = st.integers(1, 9999)
@@ -106,3 +110,11 @@ def test_the_shortcut_agrees_at_every_offset_of_every_form():
                 agreed += 1
                 stated += _always_compiled(text, when)
     assert 0 < stated < agreed  # both answers were checked
+
+
+def test_the_pattern_memo_stays_bounded(monkeypatch):
+    monkeypatch.setattr(cues, "_PATTERNS_LIMIT", 2)
+    cues._PATTERNS.clear()
+    for day in range(1, 6):
+        assert text_states_date(f"(2024-01-0{day}) x", datetime(2024, 1, day, tzinfo=UTC))
+        assert 0 < len(cues._PATTERNS) <= 2

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from functools import lru_cache
 
 from ..timefmt import as_utc
+from .base import register_memo
 
 _MONTHS = (
     "january", "february", "march", "april", "may", "june", "july",
@@ -20,8 +20,23 @@ _LEADING_GROUP = re.compile(r"\s*[(\[]([^()\[\]\n]{1,80})[)\]]")
 MATCH_SPAN = 40
 
 
-@lru_cache(maxsize=4096)
+# Each day's pattern, compiled once: a render memo, so the bench's cold packs (which empty
+# those) compile them again, as a fresh process does.
+_PATTERNS: dict[tuple[int, int, int], re.Pattern[str]] = register_memo({})
+_PATTERNS_LIMIT = 4096
+
+
 def _date_pattern(year: int, month: int, day: int) -> re.Pattern[str]:
+    key = (year, month, day)
+    pattern = _PATTERNS.get(key)
+    if pattern is None:
+        if len(_PATTERNS) >= _PATTERNS_LIMIT:
+            _PATTERNS.clear()
+        pattern = _PATTERNS[key] = _compiled(year, month, day)
+    return pattern
+
+
+def _compiled(year: int, month: int, day: int) -> re.Pattern[str]:
     name = _MONTHS[month - 1]
     month_names = {name, name[:3]} | ({"sept"} if month == 9 else set())
     month_alt = "|".join(sorted(month_names, key=len, reverse=True)) + r")\.?"
