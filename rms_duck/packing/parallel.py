@@ -235,10 +235,7 @@ def warm_up() -> int:
 def warm_workers() -> int:
     """Have every started worker run warm_up(); returns how many were warmed. For timing
     the packing of shares apart from the workers' start (rms-duck bench)."""
-    with bulk.held_workers(bulk.started_workers()) as workers:
-        for worker in workers or ():
-            worker.send(bulk.call_request("rms_duck.packing.parallel:warm_up"))
-        replies = [bulk.receive_reply(worker) for worker in workers or ()]
+    replies = _in_each_worker("rms_duck.packing.parallel:warm_up")
     for reply in replies:
         if isinstance(reply, BaseException):
             raise reply
@@ -247,11 +244,15 @@ def warm_workers() -> int:
 
 def clear_worker_caches() -> None:
     """Empty the line and render caches of every worker (the bench's cold runs)."""
+    _in_each_worker("rms_duck.packing.parallel:clear_caches")
+
+
+def _in_each_worker(function: str) -> list[Any]:
+    """`function` ("module:name") called in every started worker; their replies."""
     with bulk.held_workers(bulk.started_workers()) as workers:
         for worker in workers or ():
-            worker.send(bulk.call_request("rms_duck.packing.parallel:clear_caches"))
-        for worker in workers or ():
-            bulk.receive_reply(worker)
+            worker.send(bulk.call_request(function))
+        return [bulk.receive_reply(worker) for worker in workers or ()]
 
 
 def _pack_here(candidates: Any, budgets: Sequence[Any], configs: Sequence[Any],
