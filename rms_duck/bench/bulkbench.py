@@ -50,7 +50,8 @@ def measure_bulk(plan, *, log: Callable[[str], None]) -> dict[str, Any]:
 
 def udf_vs_loop(plan) -> dict[str, Any]:
     """Throughput of SELECT sum(rms_token_count(content)) over the raw Python loop."""
-    texts = [row["content"] for row in make_rows(plan.udf_texts, seed=plan.seed + 1)]
+    texts = [row["content"] for row in make_rows(plan.udf_texts, seed=plan.seed + 1,
+                                                       text=plan.text)]
     encode = get_encoding(DEFAULT_ENCODING).encode_ordinary
     con = _connect()
     con.execute("CREATE TEMP TABLE bench_texts AS SELECT unnest(?::VARCHAR[]) AS content",
@@ -71,7 +72,8 @@ def udf_vs_loop(plan) -> dict[str, Any]:
 
 def costing_speedup(plan) -> dict[str, Any]:
     """bulk.cost_lines on `processes` processes against one, pool started beforehand."""
-    lines = record_lines(to_candidates(make_rows(plan.costing_texts, seed=plan.seed + 2)))
+    lines = record_lines(to_candidates(make_rows(plan.costing_texts, seed=plan.seed + 2,
+                                                     text=plan.text)))
     started, workers = _timed(start_pool, plan.processes)
     ratios, one_ms = [], []
     for _ in range(plan.repeats):
@@ -90,7 +92,7 @@ def bulk_packing(plan) -> dict[str, Any]:
     """One GROUP BY statement per size, cold caches each time; time ratio largest/smallest."""
     con = _connect()
     make_bulk_tables(con, bundles=max(plan.bulk_bundles), per_bundle=plan.per_bundle,
-                     nodes=max(plan.bulk_bundles), seed=plan.seed)
+                     nodes=max(plan.bulk_bundles), seed=plan.seed, text=plan.text)
     times: dict[int, list[float]] = {n: [] for n in plan.bulk_bundles}
     for _ in range(plan.bulk_repeats):
         for n in plan.bulk_bundles:
@@ -133,18 +135,19 @@ def bulk_memory(plan) -> dict[str, Any]:
 def _probe(plan, *, pack: bool) -> dict[str, Any]:
     code = ("import json; from rms_duck.bench.bulkbench import memory_probe; "
             f"print(json.dumps(memory_probe({plan.bulk_bundles[0]}, {plan.per_bundle}, "
-            f"{plan.bulk_budget}, {plan.seed}, pack={pack})))")
+            f"{plan.bulk_budget}, {plan.seed}, pack={pack}, text={plan.text!r})))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def memory_probe(bundles: int, per_bundle: int, budget: int, seed: int, *,
-                 pack: bool = True) -> dict[str, Any]:
+                 pack: bool = True, text: str = "notes") -> dict[str, Any]:
     """In this (fresh) process: build the inputs in DuckDB, then measure one statement,
     its results read as a stream of Arrow batches and dropped."""
     con = _connect()
-    make_bulk_tables(con, bundles=bundles, per_bundle=per_bundle, nodes=bundles, seed=seed)
+    make_bulk_tables(con, bundles=bundles, per_bundle=per_bundle, nodes=bundles, seed=seed,
+                     text=text)
     # Load the encoding and run every code path once, so the baseline includes them.
     con.execute(BULK_SUMMARY_SQL, [budget, 1]).fetchall()
     gc.collect()

@@ -73,12 +73,13 @@ def build_corpus(per_cell: int = 25, *, seed: int = 0) -> list[CorpusObject]:
     return out
 
 
-def _join(language: str, sentences: list[str]) -> str:
+def join_sentences(language: str, sentences: list[str]) -> str:
+    """Sentences as the language writes them: Chinese and Japanese without spaces."""
     return ("" if language in {"zh", "ja"} else " ").join(sentences)
 
 
 def _prose(rng: random.Random, language: str, sentences: list[str]) -> str:
-    paragraphs = [_join(language, rng.choices(sentences, k=rng.randint(1, 4)))
+    paragraphs = [join_sentences(language, rng.choices(sentences, k=rng.randint(1, 4)))
                   for _ in range(rng.choice((1, 1, 1, 2, 3)))]
     return "\n\n".join(paragraphs)
 
@@ -94,7 +95,7 @@ def _json(rng: random.Random, language: str, sentences: list[str]) -> str:
     record = {
         "id": f"{language}-{rng.randrange(16**8):08x}",
         "type": rng.choice(_TYPES),
-        "text": _join(language, rng.choices(sentences, k=rng.randint(1, 3))),
+        "text": join_sentences(language, rng.choices(sentences, k=rng.randint(1, 3))),
         "confidence": round(rng.random(), 2),
         "event_time": f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
                       f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00+00:00",

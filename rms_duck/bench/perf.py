@@ -67,6 +67,7 @@ class Plan:
     target_bulk_bundles: int = 5_000
     only_targets: bool = False
     clock: str = "wall"  # the target rows' clock: "wall" or "cpu" (targets.py)
+    text: str = "notes"  # the candidates' texts: "notes" or "dialogue" (workload.TEXTS)
 
     def reps(self, n: int) -> int:
         """Fewer repetitions for the largest pools, where one run already takes a while."""
@@ -103,7 +104,7 @@ def measure(plan: Plan, *, profile: bool = False, log: Callable[[str], None] = l
     report = Report(plan, machine_info())
     enc = get_encoding(DEFAULT_ENCODING)
     pool_rows = make_rows(max(*plan.sizes, plan.target_sql_n, plan.target_large_n,
-                              *plan.target_estimate_ns), seed=plan.seed)
+                              *plan.target_estimate_ns), seed=plan.seed, text=plan.text)
     report.targets = targets.measure_targets(plan, pool_rows, log=log)
     for n in () if plan.only_targets else plan.sizes:
         rows = pool_rows[:n]
@@ -256,7 +257,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     changes = {name: getattr(args, attr) for name, attr in (
         ("sizes", "sizes"), ("budgets", "budgets"), ("repeats", "repeats"), ("e_cap", "e_cap"),
         ("bulk_bundles", "bulk"), ("processes", "processes"), ("seed", "seed"),
-        ("only_targets", "only_targets"), ("clock", "clock"))
+        ("only_targets", "only_targets"), ("clock", "clock"), ("text", "text"))
         if getattr(args, attr, None) is not None}
     return replace(plan, **changes)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .workload import TEXTS
+
 PACK_COLUMNS = ("N", "budget", "packed (tokens)", "(a) loop ms", "cold (b)/(a)",
                 "warm (c)/(d)", "(e)/(b) cold", "(e)/(c) warm", "peak MiB (x Arrow)", "runs")
 TARGET_COLUMNS = ("target", "measured", "met")
@@ -17,6 +19,7 @@ def render_report(report) -> str:
          f"tiktoken {m['tiktoken']}, duckdb {m['duckdb']}; load average "
          f"{m['load_before']} before, {m.get('load_after')} after; "
          f"{m.get('bench_seconds', '?')} s in all."),
+        f"Candidates' texts: {TEXTS[getattr(report.plan, 'text', 'notes')]} (--text).",
         "",
     ]
     clock = getattr(report.plan, "clock", "wall")

@@ -38,8 +38,20 @@ def vocabulary(seed: int = 0) -> list[str]:
     return sorted(words) + list(_COMMON) * 6
 
 
-def make_rows(n: int, *, seed: int = 0) -> list[dict[str, Any]]:
-    """n candidate rows as SQL would pass them: every field present, most of them NULL."""
+# rms-duck bench --text: what the candidates' texts are, as the report names them
+TEXTS = {"notes": "English-like notes of invented words",
+         "dialogue": "two-speaker dialogue turns in 16 languages and 10 scripts"}
+
+
+def make_rows(n: int, *, seed: int = 0, text: str = "notes") -> list[dict[str, Any]]:
+    """n candidate rows as SQL would pass them: every field present, most of them NULL.
+    text="dialogue": turns of multilingual sessions instead (dialogue.py)."""
+    if text == "dialogue":
+        from .dialogue import dialogue_rows
+
+        return dialogue_rows(n, seed=seed)
+    if text != "notes":
+        raise ValueError(f"text must be one of {', '.join(TEXTS)}, got {text!r}")
     rng = random.Random(seed)
     words = vocabulary(seed)
     fields = Candidate.__slots__
@@ -146,8 +158,23 @@ BULK_STORE_SQL = (  # the same groups packed and stored from SQL: count and dist
 BULK_CHECK_SQL = "SELECT bundle.context, bundle.tokens_used FROM (" + BULK_PACK_SQL + ")"
 
 
-def make_bulk_tables(con, *, bundles: int, per_bundle: int, nodes: int, seed: int = 0) -> None:
-    """bench_nodes and bench_candidates (bundles x per_bundle rows), generated in SQL."""
-    words = vocabulary(seed)
-    con.execute(BULK_NODES_SQL, [str(seed), seed, words, seed, len(words), nodes])
+def make_bulk_tables(con, *, bundles: int, per_bundle: int, nodes: int, seed: int = 0,
+                     text: str = "notes") -> None:
+    """bench_nodes and bench_candidates (bundles x per_bundle rows): notes generated in SQL,
+    or (text="dialogue") the dialogue turns of make_rows() as the nodes."""
+    if text == "notes":
+        words = vocabulary(seed)
+        con.execute(BULK_NODES_SQL, [str(seed), seed, words, seed, len(words), nodes])
+    else:
+        import pyarrow as pa
+
+        rows = make_rows(nodes, seed=seed, text=text)
+        turns = pa.table({"node": list(range(nodes)), "id": [r["id"] for r in rows],
+                          **{f: [r[f] for r in rows] for f in ("content", "event_time",
+                                                               "speaker")}})
+        con.register("bench_turns", turns)
+        try:
+            con.execute("CREATE OR REPLACE TEMP TABLE bench_nodes AS SELECT * FROM bench_turns")
+        finally:
+            con.unregister("bench_turns")
     con.execute(BULK_CANDIDATES_SQL, [nodes, bundles, per_bundle])

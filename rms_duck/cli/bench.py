@@ -60,6 +60,10 @@ def _speed_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--clock", choices=("wall", "cpu"),
                        help="clock of the issue-10 target rows (default wall; cpu: this "
                             "process's CPU time, steadier on a loaded machine)")
+    group.add_argument("--text", choices=("notes", "dialogue"),
+                       help="the candidates' texts (default notes: English-like invented "
+                            "words; dialogue: two-speaker sessions in 16 languages and 10 "
+                            "scripts, from the shipped seed sentences)")
     group.add_argument("--profile", action="store_true",
                        help="also print a cProfile of a cold and a warm pack (N=1000, 4K)")
 
