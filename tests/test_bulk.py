@@ -96,6 +96,18 @@ def test_line_floor_never_exceeds_the_exact_line_cost(text, name):
     assert word_runs(text) <= counter.lower_bound(text)
 
 
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base", "o200k_harmony"])
+def test_the_longest_token_is_read_off_the_ranks_as_off_the_token_list(encoding):
+    """max_token_bytes() reads the ranks' keys, the floor's divisor: the same longest token
+    as the tokenizer's own list of token bytes."""
+    from rms_duck.tokens.counter import _MAX_TOKEN_BYTES, max_token_bytes
+    from rms_duck.tokens.encodings import get_encoding
+
+    enc = get_encoding(encoding)
+    _MAX_TOKEN_BYTES.pop(encoding, None)
+    assert max_token_bytes(encoding) == max(map(len, enc.token_byte_values()))
+
+
 @settings(max_examples=examples(100), deadline=None)
 @given(text=_TEXT, name=st.sampled_from(sorted(FORMATS)), speaker=st.sampled_from([None, "Al"]))
 def test_render_memo_returns_what_the_renderer_renders(text, name, speaker):
