@@ -584,3 +584,25 @@ def test_count_tokens_names_text_that_is_no_str(text, fix):
         rms_duck.count_tokens(text)
     assert str(raised.value) == (f"count_tokens text must be a str, got "
                                  f"{type(text).__name__} {text!r}; {fix}")
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_parse_ranks_reads_each_file_as_a_line_by_line_base64_parse_does(name):
+    """parse_ranks splits the whole verified file at once: the same ranks, in the same order,
+    as decoding it a line at a time."""
+    import base64
+
+    data = rankfiles.find(openai_spec(name).files[0]).data
+    reference = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            reference[base64.b64decode(token)] = int(rank)
+    parsed = encodings.parse_ranks(data)
+    assert list(parsed.items()) == list(reference.items()) and len(parsed) > 100_000
+
+
+def test_parse_ranks_refuses_a_line_without_its_rank():
+    assert encodings.parse_ranks(b"IQ== 0\nIg== 1\n") == {b"!": 0, b'"': 1}
+    with pytest.raises(ValueError):
+        encodings.parse_ranks(b"IQ== 0\nIg==\n")
