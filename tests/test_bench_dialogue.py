@@ -14,7 +14,7 @@ import pytest
 from rms_duck import connect
 from rms_duck.bench import perf
 from rms_duck.bench.corpus import seed_texts
-from rms_duck.bench.workload import BULK_CHECK_SQL, make_bulk_tables, make_rows
+from rms_duck.bench.workload import BULK_CHECK_SQL, TEXTS, make_bulk_tables, make_rows
 from rms_duck.cli import main
 from rms_duck.cli.bench import add_arguments
 from rms_duck.records import Candidate
@@ -60,9 +60,13 @@ def test_an_unknown_text_kind_is_refused_naming_the_choices():
 def test_dialogue_bulk_tables_pack_within_budget(enc):
     con = connect()
     make_bulk_tables(con, bundles=40, per_bundle=8, nodes=40, seed=0, text="dialogue")
-    turns = {row["content"] for row in make_rows(40, seed=0, text="dialogue")}
-    contents = [r[0] for r in con.execute("SELECT content FROM bench_candidates").fetchall()]
-    assert len(contents) == 320 and set(contents) <= turns
+    # Each candidate is one of the turns, with that turn's time and speaker.
+    turns = {row["id"]: (row["content"], row["event_time"], row["speaker"])
+             for row in make_rows(40, seed=0, text="dialogue")}
+    picked = con.execute("SELECT id, content, event_time, speaker FROM bench_candidates"
+                         ).fetchall()
+    assert len(picked) == 320 and len({r[0] for r in picked}) > 20
+    assert all(turns[node_id] == tuple(rest) for node_id, *rest in picked)
     packed = con.execute(BULK_CHECK_SQL, [512, 40]).fetchall()
     assert len(packed) == 40
     assert all(used == len(enc.encode_ordinary(context)) <= 412 for context, used in packed)
@@ -77,6 +81,10 @@ def test_the_text_option_sets_the_plan_and_refuses_other_values(capsys):
     with pytest.raises(SystemExit):
         parser.parse_args(["--text", "prose"])
     assert "invalid choice: 'prose' (choose from" in capsys.readouterr().err
+    # The option lists its choices literally (the CLI does not import the bench to start):
+    # they must be the bench's texts.
+    text_option = next(a for a in parser._actions if a.dest == "text")
+    assert tuple(text_option.choices) == tuple(TEXTS)
 
 
 @pytest.mark.slow

@@ -60,6 +60,7 @@ def _speed_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--clock", choices=("wall", "cpu"),
                        help="clock of the issue-10 target rows (default wall; cpu: this "
                             "process's CPU time, steadier on a loaded machine)")
+    # bench.workload.TEXTS, written out so that starting the CLI does not import the bench
     group.add_argument("--text", choices=("notes", "dialogue"),
                        help="the candidates' texts (default notes: English-like invented "
                             "words; dialogue: two-speaker sessions in 16 languages and 10 "
