@@ -203,7 +203,6 @@ def _run_tiers(sel: Selector) -> bool:
                 + by_score(by_tier[Tier.REMAINING]))
     floors = sel.least_costs(sequence)
     least = _suffix_minima(floors)
-    tight = sel.line_floors_decide()  # whether `floors` holds line floors
     misses: list[Candidate] = []
     settled: list[Candidate] = []
     i, n = 0, len(sequence)
@@ -230,12 +229,6 @@ def _run_tiers(sel: Selector) -> bool:
             misses = []
         _attempt(sel, sequence[i])
         i += 1
-        if sel.line_floors_decide() is not tight:
-            # The first speaker's record made line floors decide (or folding took the last
-            # one out): the floors of the rest change with it.
-            tight = not tight
-            floors[i:] = sel.least_costs(sequence[i:])
-            least[i:] = _suffix_minima(floors[i:])
     if settled:
         sel.exhaust(settled, remaining=1)  # each was passed over with room left
     if misses:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import cache
-from itertools import compress
 from typing import Any
 
 from ..config import PackingConfig
@@ -135,10 +134,6 @@ class Outcome:
         self.full_cost: int | None = None
 
 
-# tests/test_line_floors.py turns this off to check that line floors change no byte.
-_LINE_FLOORS = True
-
-
 class Selector:
     """Runs the priority tiers against a Layout, recording an Outcome per candidate."""
 
@@ -213,9 +208,6 @@ class Selector:
         # Built-in formats' priced lines are remembered across packs (priced.py), keyed
         # by the format's class.
         self._memo_class = type(self.fmt) if self._builtin and not self._version3 else None
-        # Built-in formats show every text as a JSON string, so line_floor() bounds their
-        # lines (a format of one's own may print it otherwise).
-        self._line_floors = _LINE_FLOORS and self._builtin and counter.pattern_proven
 
     # -- levels and costs ---------------------------------------------------------------
 
@@ -314,60 +306,29 @@ class Selector:
 
     def least_cost(self, c: Candidate) -> int:
         """A floor on the line cost of `c` at any level it may be packed at."""
-        return self._least_cost(c, self.line_floors_decide() and c.id not in self.conflicts)
-
-    def _least_cost(self, c: Candidate, tight: bool) -> int:
-        lower_bound = self.counter.lower_bound
         if self._text_ladder:  # FULL (and PROSE): the content, or a distinct prose text
-            floor = self._text_floor(c.content, tight) if tight else lower_bound(c.content)
+            floor = self.counter.lower_bound(c.content)
             if c.prose is not None and self._prose:
                 text = representation_text(c, Level.PROSE)
                 if text is not None:
-                    floor = min(floor, self._text_floor(text, tight) if tight
-                                else lower_bound(text))
+                    floor = min(floor, self.counter.lower_bound(text))
             return floor
-        floors = [self._text_floor(text, tight) for level in self.allowed
+        floors = [self.counter.lower_bound(text) for level in self.allowed
                   if (text := representation_text(c, level)) is not None]
         return min(floors, default=0)
 
-    def _text_floor(self, text: str, tight: bool) -> int:
-        floor = self.counter.lower_bound(text)
-        if tight:
-            line_floor = self.counter.line_floor(text)
-            if line_floor is not None and line_floor > floor:
-                return line_floor
-        return floor
-
     def least_costs(self, sequence: Sequence[Candidate]) -> list[int]:
         """[least_cost(c) for c in sequence], with the reader's common case (FULL only, or
-        FULL and PROSE for candidates without a prose text) read straight off the counter.
-        Where line floors decide (line_floors_decide()), a text's line floor raises it."""
-        decide = self.line_floors_decide()
-        conflicts = self.conflicts
+        FULL and PROSE for candidates without a prose text) read straight off the counter."""
         if not self._text_ladder:
-            return [self._least_cost(c, decide and c.id not in conflicts) for c in sequence]
-        contents = [c.content for c in sequence]
-        floors = self.counter.lower_bounds(contents)
-        if decide and self.counter.knows_line_floors():
-            line_floors = self.counter.line_floors(contents)
-            # Only the texts that have one (compress skips the rest in C: most of a pool).
-            for i in compress(range(len(line_floors)), line_floors):
-                floor = line_floors[i]
-                if floor is not None and floor > floors[i] and sequence[i].id not in conflicts:
-                    floors[i] = floor
+            return [self.least_cost(c) for c in sequence]
+        floors = self.counter.lower_bounds([c.content for c in sequence])
         if self._prose:  # a distinct prose text may be cheaper than the content
-            least_cost = self._least_cost
+            least_cost = self.least_cost
             for i, c in enumerate(sequence):
                 if c.prose is not None:
-                    floors[i] = least_cost(c, decide and c.id not in conflicts)
+                    floors[i] = least_cost(c)
         return floors
-
-    def line_floors_decide(self) -> bool:
-        """Whether a line floor decides a miss now, as the line's own cost would in
-        try_include: a built-in format on a proven pattern, and a layout whose header
-        the next record cannot shorten (none is packed yet, or a speaker is). The first
-        record without a speaker ends it, and so can folding."""
-        return self._line_floors and (self.layout.speakers > 0 or not self.layout.records)
 
     def sort_sure_misses(self, run: Sequence[Candidate], remaining: int,
                          settled: list[Candidate], misses: list[Candidate]) -> None:
@@ -437,9 +398,6 @@ class Selector:
             outcome.reason = Reason.NO_TEXT
             return False
         conflicted = bool(self.conflicts.get(c.id))
-        # Where the line-cost rule below decides, a floor on the line decides it too.
-        by_line = not conflicted and (self.layout.speakers or not self.layout.records)
-        tight = by_line and self._line_floors
         for level in levels:
             text = representation_text(c, level)
             if text is None:
@@ -447,9 +405,6 @@ class Selector:
             outcome.tried += (level,)
             # Cheap floor first: a line that cannot fit is never rendered nor tokenized.
             if self.counter.lower_bound(text) > self.remaining():
-                continue
-            if tight and (floor := self.counter.line_floor(text)) is not None \
-                    and floor > self.remaining():
                 continue
             # Priced with the widest pair labels it can print ("conflict c12"), never fewer.
             priced = (self._price(RecordView(c, level, text, self.provisional_ref,
@@ -459,14 +414,13 @@ class Selector:
             cost = self.counter.line_cost(line)
             if level is _FULL and outcome.full_cost is None:
                 outcome.full_cost = cost
-            if cost > self.remaining() and by_line:
+            if cost > self.remaining() and not conflicted and (
+                    self.layout.speakers or not self.layout.records):
                 # Adding a line costs no less than the line: label, date lines and
                 # metadata only add when no conflict pair is new, and the header changes
                 # only with the first speaker, whose header a format may make shorter.
                 # (A reader date line that joins the line saves a token or two, which this
                 # cheap check gives up: the outcome is the same on every path.)
-                if self._line_floors:
-                    self.counter.passed_over(text, line)
                 continue
             section = section_of(c, level, conflicted, self.config.fact_min_confidence)
             entry = Entry(view, line, cost, section, int(outcome.tier), self._sequence,

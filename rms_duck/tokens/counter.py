@@ -28,9 +28,8 @@ import threading
 from collections.abc import Callable, Iterable
 
 from ..errors import ConfigError
-from ..escape import json_text, utf8
+from ..escape import utf8
 from .encodings import DEFAULT_ENCODING, encoding_source, get_encoding, load_encoding
-from .textfloor import shared_span
 
 # Bytes of line text (and entry overhead) the process-wide cache keeps per encoding; the
 # oldest quarter is dropped when it is full. A line larger than an eighth of it is not kept.
@@ -46,11 +45,6 @@ _FLOOR_TEXT_CHARS = 16_384
 _FLOOR_LIMIT = 32_768
 _FLOOR_CHARS = 8 * 1024 * 1024
 _FLOOR_SIZES: dict[str, list[int]] = {}
-# Tight floors (line_floor), bounded the same way: only texts a pack passed over learn one.
-_LINE_FLOORS: dict[str, dict[str, int]] = {}
-_LINE_FLOOR_SIZES: dict[str, list[int]] = {}
-_PASSED: dict[str, dict[str, int]] = {}  # texts passed over once (passed_over)
-_PASSED_SIZES: dict[str, list[int]] = {}
 _CACHES_LOCK = threading.Lock()
 # Per encoding: the costs of short texts (joined_cost), and the compiled pre-tokenizer.
 _SHORT: dict[str, dict[str, int]] = {}
@@ -104,9 +98,6 @@ def forget_encoding(encoding: str) -> None:
     """Drop what this process cached for `encoding` (a tokenizer file was re-registered)."""
     with _CACHES_LOCK:
         _CACHES.pop(encoding, None)
-        _FLOORS.pop(encoding, None)
-        _LINE_FLOORS.pop(encoding, None)
-        _PASSED.pop(encoding, None)
         _MAX_TOKEN_BYTES.pop(encoding, None)
 
 
@@ -138,25 +129,6 @@ def cost_bounds(line: str, max_token_chars: int | None) -> tuple[int, int]:
     return max(1, word_runs(line), -(-size // max_token_chars)), size
 
 
-def _keep(memo: dict[str, int], held: list[int], text: str, floor: int) -> None:
-    """memo[text] = floor, within the floor memos' bounds in entries and characters: they
-    must stay small however many distinct (or huge) records a process packs."""
-    size = len(text)
-    if size > _FLOOR_TEXT_CHARS:
-        return
-    if not memo:
-        held[0] = 0  # emptied from outside (clear_line_cache)
-    while memo and (len(memo) >= _FLOOR_LIMIT or held[0] + size > _FLOOR_CHARS):
-        for key in list(memo)[: max(len(memo) // 4, 1)]:  # the oldest quarter
-            memo.pop(key, None)
-        # Recounted, not decremented: threads racing on one text may both have added its
-        # size, and the count must not drift.
-        held[0] = sum(map(len, list(memo)))
-    if text not in memo:
-        memo[text] = floor
-        held[0] += size
-
-
 def cache_bytes(encoding: str | None = None) -> int:
     """The memory the process-wide line cache accounts for (one encoding, or all)."""
     with _CACHES_LOCK:
@@ -183,11 +155,6 @@ class LineCounter:
             # Floors depend only on the text and the vocabulary's longest token.
             self._floors = _FLOORS.setdefault(encoding, {}) if shared else {}
             self._floor_chars = _FLOOR_SIZES.setdefault(encoding, [0]) if shared else [0]
-            self._line_floors = _LINE_FLOORS.setdefault(encoding, {}) if shared else {}
-            self._line_floor_chars = (_LINE_FLOOR_SIZES.setdefault(encoding, [0]) if shared
-                                      else [0])
-            self._passed = _PASSED.setdefault(encoding, {}) if shared else {}
-            self._passed_chars = _PASSED_SIZES.setdefault(encoding, [0]) if shared else [0]
         self.misses = 0
         # With record=True, the lines this counter tokenized, for costcache to persist.
         self._fresh: dict[str, int] | None = {} if record else None
@@ -352,65 +319,29 @@ class LineCounter:
         """
         if self.max_token_chars is None:
             return 0  # a tokenizer.json vocabulary gives no byte bound
-        got = self._floors.get(text)
+        floors = self._floors
+        got = floors.get(text)
         if got is None:
             by_length = -(-(len(text) + 1) // self.max_token_chars)
             got = max(by_length, word_runs(text))
-            _keep(self._floors, self._floor_chars, text, got)
+            # Bounded in entries and characters: the memo must stay small however many
+            # distinct (or huge) records a process packs.
+            size = len(text)
+            if size <= _FLOOR_TEXT_CHARS:
+                held = self._floor_chars
+                if not floors:
+                    held[0] = 0  # emptied from outside (clear_line_cache)
+                while floors and (len(floors) >= _FLOOR_LIMIT
+                                  or held[0] + size > _FLOOR_CHARS):
+                    for key in list(floors)[: max(len(floors) // 4, 1)]:  # the oldest quarter
+                        floors.pop(key, None)
+                    # Recounted, not decremented: threads racing on one text may both have
+                    # added its size, and the count must not drift.
+                    held[0] = sum(map(len, list(floors)))
+                if text not in floors:
+                    floors[text] = got
+                    held[0] += size
         return got
-
-    def line_floor(self, text: str) -> int | None:
-        """A tight floor on the cost of any line that shows `text` as a JSON string, when
-        learn_line_floor() found one for it in this process (None otherwise)."""
-        return self._line_floors.get(text)
-
-    def line_floors(self, texts: list[str]) -> list[int | None]:
-        """[line_floor(t) for t in texts], off the memo in one pass."""
-        return list(map(self._line_floors.get, texts))
-
-    def knows_line_floors(self) -> bool:
-        """Whether any text has a line_floor() yet (a pool's floors skip asking if not)."""
-        return bool(self._line_floors)
-
-    def passed_over(self, text: str, line: str) -> None:
-        """A pack tried `line`, which shows `text`, and it did not fit: the second time in
-        this process, learn line_floor(text), so later packs pass it over untried. (Not
-        the first: a one-off pack, or a GROUP BY's bundles, would pay a count for nothing.)"""
-        if text in self._line_floors or not self._proven:
-            return
-        if text in self._passed:
-            self.learn_line_floor(text, line)
-        else:
-            _keep(self._passed, self._passed_chars, text, 0)
-
-    def learn_line_floor(self, text: str, line: str | None = None) -> None:
-        """Find and remember line_floor(text): the tokens the pre-tokenizer's pieces take
-        in the part of the text every line tokenizes alike (textfloor.py), plus one for
-        each quote. Only where the cl100k_base or o200k_base pattern proves it; a text with
-        no such part keeps lower_bound().
-
-        Given a `line` that shows the text and whose cost the tokenizer gave this process,
-        that part's tokens are the line's less those on either side of it (both sides end
-        at one of its boundaries, so each counts alone as in the line): shorter to count
-        than the part itself when it is most of the text."""
-        if not self._proven or text in self._line_floors:
-            return
-        body = json_text(text)[1:-1]
-        span = shared_span(body)
-        floor = self.lower_bound(text)
-        if span is not None:
-            floor = max(floor, 2 + self._shared_tokens(body, span, line or ""))
-        _keep(self._line_floors, self._line_floor_chars, text, floor)
-
-    def _shared_tokens(self, body: str, span: tuple[int, int], line: str) -> int:
-        """Tokens of body[span[0]:span[1]], read off `line`'s cost where it is cached."""
-        whole = self._cache.get(line)
-        at = line.find(f'"{body}"') + 1 if whole is not None else 0
-        if at <= 0 or whole is None:
-            return len(self._encode(body[span[0]:span[1]]))
-        encode = self._encode
-        return (whole - len(encode(line[:at + span[0]]))
-                - len(encode(line[at + span[1]:] + "\n")))
 
     def lower_bounds(self, texts: Iterable[str]) -> list[int]:
         """[lower_bound(t) for t in texts], reading remembered floors straight off the memo:
@@ -484,8 +415,8 @@ class LineCounter:
 def clear_line_cache() -> None:
     """Forget every cached line cost (tests use it to measure the cold path)."""
     with _CACHES_LOCK:
-        for cache in (*_CACHES.values(), *_FLOORS.values(), *_LINE_FLOORS.values(),
-                      *_PASSED.values(), *_SHORT.values(), *_DERIVED.values()):
+        for cache in (*_CACHES.values(), *_FLOORS.values(), *_SHORT.values(),
+                      *_DERIVED.values()):
             cache.clear()
         for joined in _JOINED.values():
             joined.clear()
