@@ -96,6 +96,20 @@ def test_line_floor_never_exceeds_the_exact_line_cost(text, name):
     assert word_runs(text) <= counter.lower_bound(text)
 
 
+_SPACED = st.text(st.sampled_from(list(" ab.\t\n\u3000\u00a0\u2028\x1c\u1680\x85")), max_size=14)
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(text=_TEXT | _SPACED)
+def test_word_runs_counts_the_runs_a_rendered_line_keeps_apart(text):
+    """word_runs() (which counts spaces in printable text rather than splitting it) gives
+    the runs of non-space characters once the escapes JSON writes are put in."""
+    import re
+
+    escaped = re.sub("[\t-\r\x1c-\x1f\x85\u2028\u2029]", "x", text)
+    assert word_runs(text) == len(escaped.split())
+
+
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base", "o200k_harmony"])
 def test_the_longest_token_is_read_off_the_ranks_as_off_the_token_list(encoding):
     """max_token_bytes() reads the ranks' keys, the floor's divisor: the same longest token
