@@ -3,6 +3,7 @@ and bulk packing in one statement: every path gives the exact counts and the sam
 
 from __future__ import annotations
 
+import re
 import threading
 import warnings
 
@@ -104,10 +105,15 @@ _SPACED = st.text(st.sampled_from(list(" ab.\t\n\u3000\u00a0\u2028\x1c\u1680\x85
 def test_word_runs_counts_the_runs_a_rendered_line_keeps_apart(text):
     """word_runs() (which counts spaces in printable text rather than splitting it) gives
     the runs of non-space characters once the escapes JSON writes are put in."""
-    import re
-
     escaped = re.sub("[\t-\r\x1c-\x1f\x85\u2028\u2029]", "x", text)
     assert word_runs(text) == len(escaped.split())
+
+
+def test_the_only_printable_white_space_is_the_space():
+    """word_runs()' fast path rests on this: if a Unicode update made another white space
+    printable, its runs would be counted wrong."""
+    printable_spaces = [c for c in map(chr, range(0x110000)) if c.isprintable() and c.isspace()]
+    assert printable_spaces == [" "]
 
 
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base", "o200k_harmony"])

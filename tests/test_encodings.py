@@ -604,8 +604,9 @@ def test_parse_ranks_reads_each_file_as_a_line_by_line_base64_parse_does(name):
 
 def test_parse_ranks_refuses_an_odd_number_of_fields():
     """Only a file whose sha256 matched is parsed, so this guard is a last check, not the
-    defence: a lone token at the end leaves an odd field count, which zip(strict) refuses
-    (a line missing its rank in the middle would shift the pairs, and the hash stops it)."""
+    defence: one missing rank anywhere leaves an odd field count, which zip(strict)
+    refuses; only two or more missing ranks could shift the pairs silently, and the hash
+    stops those."""
     assert encodings.parse_ranks(b"IQ== 0\nIg== 1\n") == {b"!": 0, b'"': 1}
     with pytest.raises(ValueError):
         encodings.parse_ranks(b"IQ== 0\nIg==\n")

@@ -270,7 +270,8 @@ def _stored_group_by(plan) -> dict[str, Any]:
 
 
 def _group_by_repeats(plan) -> int:
-    """Repetitions of the GROUP BY rows: the other rows' count, at least 3 for a median."""
+    """Repetitions of the GROUP BY rows: as many as the N=1,000 rows (`--repeats`; the
+    N=10,000 rows take half), at least 3 for a median."""
     return max(3, plan.repeats)
 
 
