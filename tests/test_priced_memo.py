@@ -50,6 +50,115 @@ def test_a_record_priced_before_with_other_fields_is_priced_afresh(seed, n, budg
     assert warm == cold
 
 
+# The fields _candidate() draws beside the text, each of which some format shows.
+_BESIDE_TEXT = ("type", "paths", "pinned", "lifecycle_state", "epistemic_type", "source_type",
+                "event_time", "valid_from", "valid_to", "speaker", "prose", "structured_value",
+                "contradicts", "evidence_ids", "session_id", "session_position")
+
+
+@given(st.integers(0, 10**6), st.integers(1, 40), st.sampled_from([120, 600, 4096]),
+       st.sampled_from(FORMATS), st.sampled_from(_BESIDE_TEXT))
+@settings(max_examples=examples(90), deadline=None)
+def test_a_record_differing_in_one_field_beside_its_text_is_priced_afresh(seed, n, budget,
+                                                                           config, field):
+    """The same records with one field beside the text drawn again: a memo key that left
+    that field out would answer with a stale line, date line or speaker run."""
+    ids = [f"n{i:03d}" for i in range(n)]
+    first = pool(seed, ids)
+    pack_candidates(first, budget=budget, config=config)
+    changed = []
+    for row, other in zip(first, pool(seed + 1, ids), strict=True):
+        row = {key: value for key, value in row.items() if key != field}
+        if field in other:
+            row[field] = other[field]
+        changed.append(row)
+    warm, cold = both(changed, budget, config)
+    assert warm == cold
+
+
+def rescored(rows: list[dict], seed: int) -> list[dict]:
+    """The same rows ranked again: a new score, salience and confidence for each (a salience
+    of 1.0 pins a record, a confidence moves a fact between sections and tiers)."""
+    rng = random.Random(seed)
+    return [{**row, "score": round(rng.random(), 4),
+             "salience": rng.choice([round(rng.random(), 2), 1.0, 0.5]),
+             "confidence": rng.choice([round(rng.random(), 2), 0.0, 0.5])} for row in rows]
+
+
+@given(st.integers(0, 10**6), st.integers(1, 40), st.sampled_from([120, 600, 4096]),
+       st.sampled_from(FORMATS))
+@settings(max_examples=examples(60), deadline=None)
+def test_a_record_ranked_again_with_other_floats_packs_as_if_cold(seed, n, budget, config):
+    """The memo leaves the floats out of its key (priced.py): the same nodes with new
+    scores, saliences and confidences, as the next request or a GROUP BY's next group
+    ranks them, find their lines remembered, and the pack (tiers, sections, the scores the
+    receipt and bundle show) is the cold pack's."""
+    rows = pool(seed, [f"n{i:03d}" for i in range(n)])
+    pack_candidates(rows, budget=budget, config=config)
+    warm, cold = both(rescored(rows, seed), budget, config)
+    assert warm == cold
+
+
+def test_a_node_ranked_again_is_not_priced_again():
+    """What the float-free key buys: packing the same nodes with other scores adds no entry
+    to the memo (a key holding the score would add one per record and score)."""
+    clear_render_memos()
+    rows = pool(7, [f"n{i:03d}" for i in range(30)])
+    pack_candidates(rows, budget=100_000)
+    entries = len(priced._MEMO)
+    assert entries >= 30
+    for seed in range(3):
+        pack_candidates(rescored(rows, seed), budget=100_000)
+    assert len(priced._MEMO) == entries
+
+
+def test_the_fields_left_out_of_the_key_are_the_floats_no_format_shows():
+    """The key holds every other Candidate field, and the three left out are the floats."""
+    from dataclasses import fields
+
+    from rms_duck.records import Candidate
+
+    floats = {f.name for f in fields(Candidate) if f.type in ("float", float)}
+    assert priced.UNSHOWN_FIELDS == floats == {"score", "salience", "confidence"}
+    c = Candidate(id="n1", score=0.25, content="text", salience=0.75, confidence=0.125)
+    shown = priced.shown_fields(c)
+    assert len(shown) == len(fields(Candidate)) - 3
+    assert not {0.25, 0.75, 0.125} & set(shown)
+
+
+@given(st.integers(0, 10**6))
+@settings(max_examples=examples(200), deadline=None)
+def test_no_builtin_format_reads_the_floats(seed):
+    """What the float-free key rests on: every built-in format (the frozen ones replays use
+    too) gives a record the same line, date lines, speaker run and speaker flag whatever
+    its score, salience and confidence, at every level its text exists."""
+    from rms_duck.candidates import to_candidate
+    from rms_duck.formats import FORMATS as NAMED
+    from rms_duck.formats import LEGACY_FORMATS, RecordView
+    from rms_duck.formats.base import is_builtin
+    from rms_duck.packing.layout import dated, speaker_run
+    from rms_duck.packing.represent import representation_text
+    from rms_duck.records import Level
+
+    rng = random.Random(seed)
+    ids = [f"n{i}" for i in range(5)]
+    row = _candidate(rng, ids[0], ids)
+    one = to_candidate(row, 0)
+    other = to_candidate(rescored([row], seed + 1)[0], 0)
+    formats = [f for f in [*NAMED.values(), *LEGACY_FORMATS.values()] if is_builtin(f)]
+    assert len(formats) >= 3 + 9
+    for fmt in formats:
+        for level in Level:
+            texts = [representation_text(c, level) for c in (one, other)]
+            if texts[0] is None or texts[0] != texts[1]:
+                continue  # a level whose text shows a float is keyed by that text
+            views = [RecordView(c, level, texts[0], "m3", ("n2",), ("c1",)) for c in (one, other)]
+            shown = [(fmt.record_line(v), dated(fmt, v), speaker_run(fmt, v),
+                      fmt.shows_speaker(v)) for v in views]
+            clear_render_memos()
+            assert shown[0] == shown[1], (fmt.name, level)
+
+
 def test_an_equal_candidate_that_prints_apart_is_the_one_the_bundle_shows():
     """-0.0 == 0.0, so a candidate scored -0.0 finds the line a candidate scored 0.0 was
     priced with; the bundle must still show its own score (and its own object)."""

@@ -4,15 +4,29 @@ Packing prices the same records pack after pack: each time it built the record's
 asked the format for the speaker run, rendered the line (a memo lookup), the date lines
 and whether the line shows the speaker. For a built-in format all of that follows from
 the view alone (as the render memo already relies on, formats/base.py), so one lookup per
-record and level answers it. Keyed by every field the view holds, so a record that differs
-in any field is priced afresh; bounded in entries and in the text it keeps alive.
+record and level answers it. Keyed by every field a built-in format can show, so a record
+that differs in any of them is priced afresh; bounded in entries and in the text it keeps
+alive.
+
+Not keyed by the three float fields (score, salience, confidence): no built-in renderer
+reads them, and one reaches a line only through the view's text (a representation such as
+"confidence: 0.9"), which is part of the key. A node ranked with another score, as the same
+node is in each group of a GROUP BY or in an agent's next request, is priced once, not
+rendered again for each score (tests/test_priced_memo.py holds every built-in format to
+this).
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import NamedTuple
 
 from ..formats.base import RecordView, register_memo
+from ..records import Candidate
+
+UNSHOWN_FIELDS = frozenset({"score", "salience", "confidence"})
+# The candidate's part of a memo key: its fields but the floats, as one tuple.
+shown_fields = attrgetter(*(name for name in Candidate.__slots__ if name not in UNSHOWN_FIELDS))
 
 
 class Priced(NamedTuple):
@@ -33,10 +47,17 @@ _held = [0]
 
 
 def remembered(key: tuple) -> Priced | None:
-    return _MEMO.get(key)
+    try:
+        return _MEMO.get(key)
+    except TypeError:  # a hand-built Candidate with a list where a tuple belongs
+        return None
 
 
 def remember(key: tuple, priced: Priced) -> None:
+    try:
+        hash(key)
+    except TypeError:  # unhashable (see remembered): priced afresh each time instead
+        return
     if not _MEMO:
         _held[0] = 0  # emptied from outside (clear_render_memos)
     size = len(priced.view.text) + len(priced.line)

@@ -32,7 +32,7 @@ from .layout import Entry, Layout, dated, print_key, speaker_run
 from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score, candidate_id
-from .priced import Priced, remember, remembered
+from .priced import Priced, remember, remembered, shown_fields
 from .represent import representation_text
 
 
@@ -239,8 +239,9 @@ class Selector:
         if got is None:
             return self._fresh(c, level, text, key)
         if got.view.candidate is not c:
-            # An equal candidate priced it (a new object per SQL pack, or -0.0 for 0.0): the
-            # line is the same, but the entry must carry this candidate. (Priced(...)
+            # A candidate equal in every shown field priced it (a new object per SQL pack,
+            # the same node at another score, or -0.0 for 0.0): the line is the same, but
+            # the entry must carry this candidate. (Priced(...)
             # spelled out: NamedTuple._replace costs four times as much.)
             v = got.view
             got = Priced(_new_view(c, level, v.text, v.ref, v.contradicts, v.conflict_labels,
@@ -264,12 +265,14 @@ class Selector:
 
     def _memo_key(self, c: Candidate, level: Level, text: str) -> tuple | None:
         """The priced memo's key for c at `level`: every field of the view it is priced
-        with (None when this pack's lines are not remembered)."""
+        with but the candidate's floats (priced.py), or None when this pack's lines are not
+        remembered."""
         if self._memo_class is None:
             return None
         contradicts = self.conflicts.get(c.id, ())
         labels = (self.provisional_label,) * len(contradicts) if self._labels_conflicts else ()
-        return (self._memo_class, c, level, text, self.provisional_ref, contradicts, labels)
+        return (self._memo_class, shown_fields(c), level, text, self.provisional_ref,
+                contradicts, labels)
 
     def _price(self, view: RecordView) -> Priced:
         """What packing reads of a record shown as `view`, asked of the format."""
