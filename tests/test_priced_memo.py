@@ -89,10 +89,10 @@ def rescored(rows: list[dict], seed: int) -> list[dict]:
        st.sampled_from(FORMATS))
 @settings(max_examples=examples(60), deadline=None)
 def test_a_record_ranked_again_with_other_floats_packs_as_if_cold(seed, n, budget, config):
-    """The memo leaves the floats out of its key (priced.py): the same nodes with new
-    scores, saliences and confidences, as the next request or a GROUP BY's next group
-    ranks them, find their lines remembered, and the pack (tiers, sections, the scores the
-    receipt and bundle show) is the cold pack's."""
+    """The memos leave the floats out of their keys (formats/base.py, UNSHOWN_FIELDS): the
+    same nodes with new scores, saliences and confidences, as the next request or a GROUP
+    BY's next group ranks them, find their lines remembered, and the pack (tiers, sections,
+    the scores the receipt and bundle show) is the cold pack's."""
     rows = pool(seed, [f"n{i:03d}" for i in range(n)])
     pack_candidates(rows, budget=budget, config=config)
     warm, cold = both(rescored(rows, seed), budget, config)
@@ -116,12 +116,13 @@ def test_the_fields_left_out_of_the_key_are_the_floats_no_format_shows():
     """The key holds every other Candidate field, and the three left out are the floats."""
     from dataclasses import fields
 
+    from rms_duck.formats.base import UNSHOWN_FIELDS, shown_fields
     from rms_duck.records import Candidate
 
     floats = {f.name for f in fields(Candidate) if f.type in ("float", float)}
-    assert priced.UNSHOWN_FIELDS == floats == {"score", "salience", "confidence"}
+    assert UNSHOWN_FIELDS == floats == {"score", "salience", "confidence"}
     c = Candidate(id="n1", score=0.25, content="text", salience=0.75, confidence=0.125)
-    shown = priced.shown_fields(c)
+    shown = shown_fields(c)
     assert len(shown) == len(fields(Candidate)) - 3
     assert not {0.25, 0.75, 0.125} & set(shown)
 
@@ -153,9 +154,11 @@ def test_no_builtin_format_reads_the_floats(seed):
             if texts[0] is None or texts[0] != texts[1]:
                 continue  # a level whose text shows a float is keyed by that text
             views = [RecordView(c, level, texts[0], "m3", ("n2",), ("c1",)) for c in (one, other)]
-            shown = [(fmt.record_line(v), dated(fmt, v), speaker_run(fmt, v),
-                      fmt.shows_speaker(v)) for v in views]
-            clear_render_memos()
+            shown = []
+            for v in views:  # each rendered afresh: the memos would answer the second
+                clear_render_memos()
+                shown.append((fmt.record_line(v), dated(fmt, v), speaker_run(fmt, v),
+                              fmt.shows_speaker(v)))
             assert shown[0] == shown[1], (fmt.name, level)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 from ..escape import json_text
@@ -137,6 +138,15 @@ _MEMO_BYTES = 32 * 1024 * 1024
 _MEMOS: list[dict[Any, Any]] = []
 _F = TypeVar("_F")
 
+# The candidate fields no built-in renderer reads: the floats, which reach a line only
+# through the view's text (a representation such as "confidence: 0.9"). The memos' keys
+# leave them out, so the same node ranked with another score (an agent's next request, the
+# other groups of a GROUP BY) finds its line remembered. tests/test_priced_memo.py holds
+# every built-in format, the frozen ones too, to this.
+UNSHOWN_FIELDS = frozenset({"score", "salience", "confidence"})
+# A candidate's part of a memo key: its other fields, as one tuple.
+shown_fields = attrgetter(*(name for name in Candidate.__slots__ if name not in UNSHOWN_FIELDS))
+
 
 # The built-in format classes (builtin_format): only their lines are remembered.
 _BUILTIN: set[type] = set()
@@ -158,21 +168,25 @@ def is_builtin(fmt: object) -> bool:
 def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordView], str]:
     """Remember a built-in renderer's line per view: packs re-render the same records.
 
-    Equal views render to equal lines for one built-in format class: a view holds every
-    candidate field, and the built-in renderers read nothing else (float fields reach a line
-    only through view.text). So a remembered line is the line the renderer would produce
-    now. A registered subclass renders afresh: it may change what the renderer asks
-    (shows_speaker, say), per class or per instance.
+    Views equal in every field but the candidate's floats render to equal lines for one
+    built-in format class: a view holds every candidate field, and the built-in renderers
+    read nothing else and no float (UNSHOWN_FIELDS). So a remembered line is the line the
+    renderer would produce now. A registered subclass renders afresh: it may change what
+    the renderer asks (shows_speaker, say), per class or per instance.
     """
-    memo: dict[tuple[type, RecordView], str] = {}
+    memo: dict[tuple, str] = {}
     held = [0]  # bytes the memo accounts for: about twice each line (line and view text)
 
     def record_line(self: _F, view: RecordView) -> str:
         cls = type(self)
         if cls not in _BUILTIN:
             return render(self, view)
-        key = (cls, view)
-        line = memo.get(key)
+        key = (cls, shown_fields(view.candidate), view.level, view.text, view.ref,
+               view.contradicts, view.conflict_labels, view.speaker_above)
+        try:
+            line = memo.get(key)
+        except TypeError:  # a hand-built Candidate with a list where a tuple belongs
+            return render(self, view)
         if line is None:
             line = render(self, view)
             size = 2 * sys.getsizeof(line)

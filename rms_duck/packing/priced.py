@@ -4,29 +4,18 @@ Packing prices the same records pack after pack: each time it built the record's
 asked the format for the speaker run, rendered the line (a memo lookup), the date lines
 and whether the line shows the speaker. For a built-in format all of that follows from
 the view alone (as the render memo already relies on, formats/base.py), so one lookup per
-record and level answers it. Keyed by every field a built-in format can show, so a record
-that differs in any of them is priced afresh; bounded in entries and in the text it keeps
-alive.
-
-Not keyed by the three float fields (score, salience, confidence): no built-in renderer
-reads them, and one reaches a line only through the view's text (a representation such as
-"confidence: 0.9"), which is part of the key. A node ranked with another score, as the same
-node is in each group of a GROUP BY or in an agent's next request, is priced once, not
-rendered again for each score (tests/test_priced_memo.py holds every built-in format to
-this).
+record and level answers it. Keyed by every field of the view but the candidate's floats,
+as the render memo is (formats/base.py, UNSHOWN_FIELDS): a record that differs in a field
+a format can show is priced afresh, and the same node ranked with another score (each
+group of a GROUP BY, an agent's next request) is priced once. Bounded in entries and in
+the text it keeps alive.
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import NamedTuple
 
 from ..formats.base import RecordView, register_memo
-from ..records import Candidate
-
-UNSHOWN_FIELDS = frozenset({"score", "salience", "confidence"})
-# The candidate's part of a memo key: its fields but the floats, as one tuple.
-shown_fields = attrgetter(*(name for name in Candidate.__slots__ if name not in UNSHOWN_FIELDS))
 
 
 class Priced(NamedTuple):

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config import PackingConfig
 from ..formats import RecordView, get_format
-from ..formats.base import is_builtin
+from ..formats.base import is_builtin, shown_fields
 from ..records import (
     ACTIVE_TASK_STATES,
     EPISODE_PATHS,
@@ -32,7 +32,7 @@ from .layout import Entry, Layout, dated, print_key, speaker_run
 from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score, candidate_id
-from .priced import Priced, remember, remembered, shown_fields
+from .priced import Priced, remember, remembered
 from .represent import representation_text
 
 
@@ -265,8 +265,8 @@ class Selector:
 
     def _memo_key(self, c: Candidate, level: Level, text: str) -> tuple | None:
         """The priced memo's key for c at `level`: every field of the view it is priced
-        with but the candidate's floats (priced.py), or None when this pack's lines are not
-        remembered."""
+        with but the candidate's floats (formats/base.py, UNSHOWN_FIELDS), or None when
+        this pack's lines are not remembered."""
         if self._memo_class is None:
             return None
         contradicts = self.conflicts.get(c.id, ())
