@@ -25,13 +25,21 @@ def pool(seed: int, ids: list[str]) -> list[dict]:
 
 
 def both(rows: list, budget: int, config: dict) -> tuple[tuple, tuple]:
-    """The pack with every memo warm from earlier packs, and the same pack cold: the
-    context, the receipt and the bundle's row (its records' scores included)."""
+    """The pack with every memo warm from earlier packs, and the same pack with the priced
+    memo off and the render memos emptied: the context, the receipt and the bundle's row
+    (its records' scores included). Off, not merely cold: a cold pack fills the memo as it
+    goes and reads it back, so a wrong entry would show in both."""
+    import unittest.mock
+
+    from rms_duck.packing import selector
+
     warm = pack_candidates(rows, budget=budget, config=config)
     clear_render_memos()
-    cold = pack_candidates(rows, budget=budget, config=config)
+    with unittest.mock.patch.object(selector, "remembered", lambda key: None), \
+            unittest.mock.patch.object(selector, "remember", lambda key, value: None):
+        off = pack_candidates(rows, budget=budget, config=config)
     return ((warm.context, warm.tokens_used, warm.receipt, repr(bundle_row(warm))),
-            (cold.context, cold.tokens_used, cold.receipt, repr(bundle_row(cold))))
+            (off.context, off.tokens_used, off.receipt, repr(bundle_row(off))))
 
 
 @given(st.integers(0, 10**6), st.integers(1, 40), st.sampled_from([120, 600, 4096]),
@@ -39,15 +47,15 @@ def both(rows: list, budget: int, config: dict) -> tuple[tuple, tuple]:
 @settings(max_examples=examples(60), deadline=None)
 def test_a_record_priced_before_with_other_fields_is_priced_afresh(seed, n, budget, config):
     """The same ids with other fields (speaker, tags, dates, text, conflicts, validity) in
-    the next pack: the memo answers nothing it should not, so warm equals cold."""
+    the next pack: the memo answers nothing it should not, so warm equals unmemoized."""
     ids = [f"n{i:03d}" for i in range(n)]
     pack_candidates(pool(seed, ids), budget=budget, config=config)  # warms the memo
-    warm, cold = both(pool(seed + 1, ids), budget, config)
-    assert warm == cold
+    warm, off = both(pool(seed + 1, ids), budget, config)
+    assert warm == off
     # The first pool again, every line of it remembered by now.
     pack_candidates(pool(seed, ids), budget=budget, config=config)
-    warm, cold = both(pool(seed, ids), budget, config)
-    assert warm == cold
+    warm, off = both(pool(seed, ids), budget, config)
+    assert warm == off
 
 
 # The fields _candidate() draws beside the text, each of which some format shows.
@@ -72,8 +80,8 @@ def test_a_record_differing_in_one_field_beside_its_text_is_priced_afresh(seed, 
         if field in other:
             row[field] = other[field]
         changed.append(row)
-    warm, cold = both(changed, budget, config)
-    assert warm == cold
+    warm, off = both(changed, budget, config)
+    assert warm == off
 
 
 def rescored(rows: list[dict], seed: int) -> list[dict]:
@@ -95,8 +103,8 @@ def test_a_record_ranked_again_with_other_floats_packs_as_if_cold(seed, n, budge
     the scores the receipt and bundle show) is the cold pack's."""
     rows = pool(seed, [f"n{i:03d}" for i in range(n)])
     pack_candidates(rows, budget=budget, config=config)
-    warm, cold = both(rescored(rows, seed), budget, config)
-    assert warm == cold
+    warm, off = both(rescored(rows, seed), budget, config)
+    assert warm == off
 
 
 def test_a_node_ranked_again_is_not_priced_again():
@@ -173,10 +181,29 @@ def test_an_equal_candidate_that_prints_apart_is_the_one_the_bundle_shows():
 
     pack_candidates(rows(0.0), budget=4096)
     mine = rows(-0.0)
-    warm, cold = both(mine, 4096, {})
-    assert warm == cold
+    warm, off = both(mine, 4096, {})
+    assert warm == off
     bundle = pack_candidates(mine, budget=4096)
     assert [str(r.score) for r in bundle.included] == ["-0.0"] * 5
+
+
+@given(st.integers(0, 10**6), st.sampled_from(FORMATS))
+@settings(max_examples=examples(45), deadline=None)
+def test_a_line_remembered_for_ordering_alone_is_priced_in_full_when_tried(seed, config):
+    """The balanced ordering reads the line of every multi-path record and remembers the
+    line alone (priced.LINE_ONLY); a later pack with room to try those records prices them
+    in full, and packs as it would unmemoized. The memo's count of the text it holds stays
+    exact as the entries are replaced."""
+    rows = [{**row, "paths": ["LEXICAL", "VECTOR"], "pinned": False, "salience": 0.5,
+             "type": "note"} for row in pool(seed, [f"n{i:03d}" for i in range(60)])]
+    clear_render_memos()
+    pack_candidates(rows, budget=150, config=config)  # room for a few: most lines only
+    assert any(p.dates is priced.LINE_ONLY for p in priced._MEMO.values())
+    pack_candidates(rows, budget=100_000, config=config)  # tries them: priced in full
+    held = sum(len(p.view.text) + len(p.line) for p in priced._MEMO.values())
+    assert held == priced._held[0]
+    warm, off = both(rows, 100_000, config)
+    assert warm == off
 
 
 def test_clearing_the_render_memos_empties_it():

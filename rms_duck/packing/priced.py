@@ -33,6 +33,9 @@ _LIMIT = 16_384
 # a pool of huge records must not pin them all for the life of the process.
 _CHARS = 8 * 1024 * 1024
 _held = [0]
+# The dates of a Priced that holds its line only: the balanced ordering reads the line of
+# every multi-path record, and most are never tried; the rest is priced when one is.
+LINE_ONLY: tuple[str, ...] = ("(line only)",)
 
 
 def remembered(key: tuple) -> Priced | None:
@@ -47,6 +50,9 @@ def remember(key: tuple, priced: Priced) -> None:
         hash(key)
     except TypeError:  # unhashable (see remembered): priced afresh each time instead
         return
+    replaced = _MEMO.pop(key, None)  # a line-only entry, priced in full now
+    if replaced is not None:
+        _held[0] -= len(replaced.view.text) + len(replaced.line)
     if not _MEMO:
         _held[0] = 0  # emptied from outside (clear_render_memos)
     size = len(priced.view.text) + len(priced.line)

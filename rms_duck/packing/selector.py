@@ -32,7 +32,7 @@ from .layout import Entry, Layout, dated, print_key, speaker_run
 from .metacost import MetadataCost
 from .neighbours import SESSION_PATH, session_links
 from .prepare import by_score, candidate_id
-from .priced import Priced, remember, remembered
+from .priced import LINE_ONLY, Priced, remember, remembered
 from .represent import representation_text
 
 
@@ -236,13 +236,13 @@ class Selector:
         speaker flag), remembered across packs for a built-in format (priced.py)."""
         key = self._memo_key(c, level, text)
         got = None if key is None else remembered(key)
-        if got is None:
+        if got is None or got.dates is LINE_ONLY:
             return self._fresh(c, level, text, key)
         if got.view.candidate is not c:
             # A candidate equal in every shown field priced it (a new object per SQL pack,
             # the same node at another score, or -0.0 for 0.0): the line is the same, but
-            # the entry must carry this candidate. (Priced(...)
-            # spelled out: NamedTuple._replace costs four times as much.)
+            # the entry must carry this candidate. (Priced(...) spelled out:
+            # NamedTuple._replace costs four times as much.)
             v = got.view
             got = Priced(_new_view(c, level, v.text, v.ref, v.contradicts, v.conflict_labels,
                                    v.speaker_above),
@@ -254,7 +254,15 @@ class Selector:
         remembered: the balanced ordering reads only the cost of every multi-path line."""
         key = self._memo_key(c, level, text)
         got = None if key is None else remembered(key)
-        return got.line if got is not None else self._fresh(c, level, text, key).line
+        if got is not None:
+            return got.line
+        view = self._view_of(c, level, text)
+        line = self.fmt.record_line(view)
+        if key is not None:
+            # The line only: the date lines, run and print key wait until it is tried
+            # (priced()), which most multi-path records never are.
+            remember(key, Priced(view, line, LINE_ONLY, None, False, None))
+        return line
 
     def _fresh(self, c: Candidate, level: Level, text: str, key: tuple | None) -> Priced:
         """c at `level` priced afresh, and remembered under `key` (None: not remembered)."""
