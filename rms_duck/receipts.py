@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, fields
 from datetime import UTC, datetime
@@ -265,7 +266,7 @@ _DECISION_TEXTS_V6: dict[tuple, str] = {}  # rows without has_content (replays)
 _HAS_CONTENT = ('"has_content":false,', '"has_content":false,', '"has_content":true,')
 
 
-def _remember(memo: dict, key: object, value: str, limit: int) -> None:
+def _remember(memo: dict, key: object, value: object, limit: int) -> None:
     """memo[key] = value, first dropping the oldest tenth when the memo holds `limit` entries
     (dicts keep insertion order), so a long-running process keeps it bounded."""
     if len(memo) >= limit:
@@ -327,31 +328,67 @@ def inputs_json(candidates: Sequence[Candidate]) -> str:
 
 def _remembered_row_json(c: Candidate) -> str:
     """input_row_json(c), remembered for recently stored candidates: agents store packs of
-    the same rows again and again. The key is the field values with the numbers' types, so
-    values that compare equal but print differently (1 and 1.0, True and 1) never share a text;
-    rows where equal values could still print differently (a datetime not in UTC, a signed
-    zero) are not remembered."""
-    values = _input_values(c)
-    if (c.score == 0.0 or c.salience == 0.0 or c.confidence == 0.0
-            or not _utc_or_none(c.event_time) or not _utc_or_none(c.valid_from)
-            or not _utc_or_none(c.valid_to)):
+    the same rows again and again, each ranked with scores of its own. So the text is kept
+    without its three floats (confidence, salience, score), as the members written before,
+    between and after their places in key order, and the floats are written in afresh
+    (input_row_json's way: left out at their default, a float by its repr). The key is the
+    other fields' values with the types of the other numbers, so values that compare equal
+    but print differently (1 and True) never share a text; a row whose times are not in UTC
+    (equal instants that print apart) is not remembered."""
+    if not (_utc_or_none(c.event_time) and _utc_or_none(c.valid_from)
+            and _utc_or_none(c.valid_to)):
         return input_row_json(c)
-    key = (values, tuple(map(type, _numeric_values(c))))
+    key = (_fixed_values(c), tuple(map(type, _fixed_numbers(c))))
     try:
-        text = _ROW_TEXTS.get(key)
+        entry = _ROW_PARTS.get(key)
     except TypeError:  # an unhashable value (a list passed in place of a tuple)
         return input_row_json(c)
-    if text is None:
-        text = input_row_json(c)
-        _remember(_ROW_TEXTS, key, text, _ROW_TEXTS_LIMIT)
+    floats = confidence, salience, score = _floats(c)
+    # Equal floats print alike unless one is a zero (-0.0 == 0.0) or not a float (1 == 1.0):
+    # only floats of neither kind are kept with the text, and only they can match it.
+    plain = (type(confidence) is float and type(salience) is float and type(score) is float
+             and bool(confidence and salience and score))
+    if plain and entry is not None and entry[1] == floats:
+        return entry[2]  # the floats the text was last written with
+    before, between, _, after = parts = entry[0] if entry is not None else _row_parts(c)
+    # _is_default and _number spelled out: this runs once per candidate of a stored pack.
+    members = [before] if before else []
+    if type(confidence) is not float or confidence != _CONFIDENCE_DEFAULT:
+        members.append(f'"confidence":{_number(confidence)}')
+    members.append(between)  # never empty: id and content are always written
+    if type(salience) is not float or salience != _SALIENCE_DEFAULT:
+        members.append(f'"salience":{_number(salience)}')
+    members.append(f'"score":{_number(score)}')  # nothing sorts between it and salience
+    if after:
+        members.append(after)
+    text = "{" + ",".join(members) + "}"
+    kept = (parts, floats if plain else None, text)
+    if entry is None:
+        _remember(_ROW_PARTS, key, kept, _ROW_TEXTS_LIMIT)
+    else:
+        _ROW_PARTS[key] = kept
     return text
+
+
+def _row_parts(c: Candidate) -> tuple[str, ...]:
+    """input_row_json(c)'s members but the floats' (each run of them comma-joined), split
+    where the floats go: before confidence, between it and salience, between salience and
+    score, after score."""
+    row = _input_row(c)
+    runs: list[dict[str, Any]] = [{} for _ in range(len(_FLOAT_KEYS) + 1)]
+    for key, value in row.items():
+        if key not in _FLOAT_KEYS:
+            runs[bisect_left(_FLOAT_KEYS, key)][key] = value
+    return tuple(harden(_encode_sorted(run))[1:-1] for run in runs)
 
 
 def _utc_or_none(value: object) -> bool:
     return value is None or getattr(value, "tzinfo", None) is UTC
 
 
-_ROW_TEXTS: dict[tuple, str] = {}
+# key -> (the text's parts around its floats, the floats it was last written with when
+# plain, else None, and that text)
+_ROW_PARTS: dict[tuple, tuple[tuple[str, ...], tuple | None, str]] = {}
 _ROW_TEXTS_LIMIT = 65_536
 
 
@@ -359,13 +396,18 @@ def input_row_json(c: Candidate) -> str:
     """canonical_json(candidate_to_dict(c)), in C: json's encoder already writes an enum
     member (a str) as its value, a tuple as a list and a float by its repr, and the keys go
     in sorted; only the datetimes need their ISO text first."""
+    return harden(_encode_sorted(_input_row(c)))
+
+
+def _input_row(c: Candidate) -> dict[str, Any]:
+    """The stored row as a dict, keys sorted, values as json writes them but the times."""
     row = {key: value for key, value in zip(_INPUT_KEYS, _input_values(c), strict=True)
            if not _is_default(key, value)}
     for key in _TIME_KEYS:
         value = row.get(key)
         if value is not None:
             row[key] = value.isoformat()
-    return harden(_encode_sorted(row))
+    return row
 
 
 def _is_default(name: str, value: object) -> bool:
@@ -380,6 +422,8 @@ def _is_default(name: str, value: object) -> bool:
 _NO_DEFAULT = object()  # id, score and content: always written
 _DEFAULTS = {f.name: f.default for f in fields(Candidate)
              if f.default is not MISSING and f.name not in ("id", "score", "content")}
+_CONFIDENCE_DEFAULT, _SALIENCE_DEFAULT = _DEFAULTS["confidence"], _DEFAULTS["salience"]
+assert type(_CONFIDENCE_DEFAULT) is float and type(_SALIENCE_DEFAULT) is float
 
 
 _TIME_KEYS = ("event_time", "valid_from", "valid_to")
@@ -388,13 +432,15 @@ _encode_sorted = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).enc
 
 
 _INPUT_KEYS = sorted(Candidate.__slots__)
-_INPUT_PREFIXES = [json_string(key) + ":" for key in _INPUT_KEYS]
 _input_values = attrgetter(*_INPUT_KEYS)
-# The fields where equal values of different types print apart (1 == 1.0 == True); text,
+# The floats, written in afresh for each row (_remembered_row_json), in key order.
+_FLOAT_KEYS = ("confidence", "salience", "score")
+_floats = attrgetter(*_FLOAT_KEYS)
+_fixed_values = attrgetter(*(key for key in _INPUT_KEYS if key not in _FLOAT_KEYS))
+# The other fields where equal values of different types print apart (1 == True); text,
 # enum, tuple and UTC time fields print the same for equal values, so only these types
 # join the remembered row's key.
-_numeric_values = attrgetter("confidence", "path_count", "pinned", "salience", "score",
-                             "session_position", "token_cost_estimate")
+_fixed_numbers = attrgetter("path_count", "pinned", "session_position", "token_cost_estimate")
 
 
 def seal_receipt(body: dict[str, Any], *, receipt_id: str, bundle_id: str, created_at: datetime,

@@ -257,12 +257,45 @@ def test_remembered_input_rows_never_share_text_between_equal_values_that_print_
                               "event_time": datetime(2024, 1, 1, tzinfo=UTC)}])
     zone = timezone(timedelta(hours=2))
     variants = [base, replace(base, score=1.0), replace(base, score=1),
+                replace(base, score=-0.0), replace(base, score=0.0), base, base,
+                replace(base, confidence=1), replace(base, confidence=1.0),
+                replace(base, salience=1), replace(base, salience=True),
                 replace(base, salience=0.0), replace(base, salience=-0.0),
                 replace(base, session_position=1), replace(base, session_position=True),
                 replace(base, event_time=base.event_time.astimezone(zone))]
     for _ in range(2):  # the second round reads what the first remembered
         for c in variants:
             assert inputs_json([c]) == canonical_json([candidate_to_dict(c)])
+
+
+# Values that compare equal but print apart (1 and 1.0, 0, 0.0 and -0.0), the default, and
+# a few others: drawn often enough to follow one another in a row's rankings.
+_UNIT = st.sampled_from([0.0, -0.0, 0, 0.5, 1.0, 1, True, 1e-7, 0.25])
+
+
+@PROPERTY_SETTINGS
+@given(st.one_of(st.lists(candidate_rows, min_size=1, max_size=6),
+                 st.just([{"id": "a", "score": 0.5, "content": "x"}])),
+       st.lists(st.tuples(_UNIT, _UNIT, _UNIT), min_size=1, max_size=6))
+def test_stored_input_rows_of_rows_ranked_again_are_canonical_json(rows, floats):
+    """inputs_json remembers a row without its floats and writes them in afresh: the same
+    rows ranked again and again (each ranking a score, salience and confidence, repeated
+    too) store exactly the canonical JSON of each candidate."""
+    from dataclasses import replace
+
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import candidate_to_dict, inputs_json
+
+    try:
+        candidates = to_candidates(rows)
+    except CandidateError:
+        assume(False)
+    for score, salience, confidence in floats + floats[::-1]:
+        ranked = [replace(c, score=score, salience=salience, confidence=confidence)
+                  for c in candidates]
+        expected = canonical_json(sorted((candidate_to_dict(c) for c in ranked),
+                                         key=canonical_json))
+        assert inputs_json(ranked) == expected
 
 
 @given(st.one_of(st.integers(), st.text(), st.none(), st.booleans(), st.just([]),
