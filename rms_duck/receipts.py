@@ -230,39 +230,57 @@ def candidates_json(trace: Sequence[tuple], with_has_content: bool = True) -> st
     # memory text and for one with it; nothing at all in a version 6 row.
     absent, blank, shown = _HAS_CONTENT if with_has_content else ("", "", "")
     text_levels = TEXT_LEVEL_NAMES
+    isinf = math.isinf
     for (cid, score, content, source_type, epistemic, has_text, tier, key, tried, chosen,
          tokens, reason, position) in trace:  # bundle.TraceRow
-        # The row's text, remembered by everything it shows (keep this key in step with
-        # _ROW's fields) plus the types of the two floats (1 == 1.0 prints apart); a zero
-        # (-0.0 == 0.0 prints apart) is never remembered. has_content follows from chosen
-        # and content, and each kind of row has its own memo.
-        memo = (cid, content, score, type(score), epistemic, source_type, tier, key, type(key),
-                tried, chosen, tokens, reason, position)
-        if score and key != 0:
-            text = remembered.get(memo)
-            if text is not None:
-                rows.append(text)
-                continue
-        text = (_ROW % (
-            "null" if chosen is None else f'"{chosen}"', _content_sha256(content),
-            "excluded" if chosen is None else "included", epistemic,
-            # has_content(chosen, has_text), spelled out: most rows are excluded ones.
-            absent if chosen is None else shown if chosen in text_levels and has_text
-            else blank,
-            json_string(cid),
-            "null" if key is None else '"head"' if math.isinf(key) else _number(key),
-            "null" if position is None else int(position),
-            "null" if reason is None else f'"{reason}"', _number(score),
-            source_type, "null" if tier is None else int(tier), tokens,
-            "[" + ",".join(f'"{level}"' for level in tried) + "]"))
+        # The row is remembered without its two floats (score, order_key), which a new
+        # ranking changes, by everything else it shows (keep this key in step with _ROW's
+        # fields) plus the floats' kinds: their types (1 == 1.0 prints apart) and the head.
+        # has_content follows from chosen and content, and each kind of row has its own memo.
+        kind = None if key is None else _HEAD_KEY if isinf(key) else type(key)
+        memo = (cid, content, type(score), epistemic, source_type, tier, kind, tried, chosen,
+                tokens, reason, position)
+        entry = remembered.get(memo)
+        # Equal floats of one type print alike but for a zero (-0.0 == 0.0): only floats
+        # without one are kept with the text, and only they can match it.
+        plain = bool(score) and (kind is None or kind is _HEAD_KEY or key != 0)
+        if plain and entry is not None and entry[1] == score and entry[2] == key:
+            rows.append(entry[3])  # the floats the text was last written with
+            continue
+        if entry is None:
+            head = _ROW_HEAD % (
+                "null" if chosen is None else f'"{chosen}"', _content_sha256(content),
+                "excluded" if chosen is None else "included", epistemic,
+                # has_content(chosen, has_text), spelled out: most rows are excluded ones.
+                absent if chosen is None else shown if chosen in text_levels and has_text
+                else blank,
+                json_string(cid))
+            middle = _ROW_MIDDLE % ("null" if position is None else int(position),
+                                    "null" if reason is None else f'"{reason}"')
+            tail = _ROW_TAIL % (source_type, "null" if tier is None else int(tier), tokens,
+                                "[" + ",".join(f'"{level}"' for level in tried) + "]")
+            parts = (head, middle, tail)
+        else:
+            parts = entry[0]
+        text = (parts[0] + ("null" if kind is None else '"head"' if kind is _HEAD_KEY
+                            else _number(key))
+                + parts[1] + _number(score) + parts[2])
         rows.append(text)
-        if score and key != 0:
-            _remember(remembered, memo, text, _DIGESTS_LIMIT)
+        kept = (parts, score if plain else None, key, text)
+        if entry is None:
+            _remember(remembered, memo, kept, _DECISIONS_LIMIT)
+        else:
+            remembered[memo] = kept
     return harden("[" + ",".join(rows) + "]")
 
 
-_DECISION_TEXTS: dict[tuple, str] = {}
-_DECISION_TEXTS_V6: dict[tuple, str] = {}  # rows without has_content (replays)
+# key -> (the row's text in three parts around its order_key and score, the score it was
+# last written with when plain, else None, that order_key, and that text)
+_DECISION_TEXTS: dict[tuple, tuple[tuple[str, str, str], float | None, Any, str]] = {}
+_DECISION_TEXTS_V6: dict[tuple, tuple[tuple[str, str, str], float | None, Any, str]] = {}
+# Each entry holds its text twice (in parts and whole): half the entries of the digests'.
+_DECISIONS_LIMIT = 32_768
+_HEAD_KEY = object()  # the kind of an infinite order_key, written "head"
 _HAS_CONTENT = ('"has_content":false,', '"has_content":false,', '"has_content":true,')
 
 
@@ -291,6 +309,11 @@ _DIGESTS_LIMIT = 65_536
 _ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s",%s"id":%s,'
         '"order_key":%s,"position":%s,"reason":%s,"score":%s,"source_type":"%s","tier":%s,'
         '"tokens":%d,"tried":%s}')
+# _ROW cut where the order_key and the score go (a test holds the parts to it).
+_ROW_HEAD, _ROW_MIDDLE, _ROW_TAIL = (
+    '{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s",%s"id":%s,"order_key":',
+    ',"position":%s,"reason":%s,"score":',
+    ',"source_type":"%s","tier":%s,"tokens":%d,"tried":%s}')  # tests/test_fast_paths.py
 
 
 def _number(value: float) -> str:
@@ -389,7 +412,7 @@ def _utc_or_none(value: object) -> bool:
 # key -> (the text's parts around its floats, the floats it was last written with when
 # plain, else None, and that text)
 _ROW_PARTS: dict[tuple, tuple[tuple[str, ...], tuple | None, str]] = {}
-_ROW_TEXTS_LIMIT = 65_536
+_ROW_TEXTS_LIMIT = 32_768  # each entry holds its text twice (in parts and whole)
 
 
 def input_row_json(c: Candidate) -> str:

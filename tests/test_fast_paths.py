@@ -298,6 +298,43 @@ def test_stored_input_rows_of_rows_ranked_again_are_canonical_json(rows, floats)
         assert inputs_json(ranked) == expected
 
 
+def test_a_decision_row_cut_around_its_floats_is_the_whole_row():
+    from rms_duck import receipts
+
+    assert receipts._ROW == (receipts._ROW_HEAD + "%s" + receipts._ROW_MIDDLE + "%s"
+                             + receipts._ROW_TAIL)
+
+
+@PROPERTY_SETTINGS
+@given(st.lists(st.tuples(st.sampled_from([0.0, -0.0, 0, 1, 1.0, 0.5, 0.25, True]),
+                          st.sampled_from([None, float("inf"), 0.0, -0.0, 0, 1, 1.0, 0.5])),
+                min_size=1, max_size=8))
+def test_receipt_rows_of_decisions_ranked_again_are_canonical_json(floats):
+    """candidates_json remembers a decision row without its score and order_key and writes
+    them in afresh: the same decisions with other scores and order keys, repeated, equal
+    zeros and ints among them, give exactly canonical_json of decision_to_dict."""
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import candidates_json, decision_to_dict, has_content
+    from rms_duck.records import Decision
+    from rms_duck.sha import sha256_text
+
+    for score, key in floats + floats[::-1]:
+        trace = [  # bundle.TraceRow: an excluded row and a packed one
+            ("a", score, "x", "user_stated", "asserted", True, 4, key, ("full",), None, 0,
+             "BUDGET_EXHAUSTED", None),
+            ("b", score, "y", "user_stated", "asserted", True, 3, key, ("full",), "full", 5,
+             None, 1)]
+        decisions = [
+            Decision(id=cid, score=s, content_sha256=sha256_text(content), tier=tier,
+                     order_key=k, tried=tried, chosen=chosen, tokens=tokens,
+                     decision="excluded" if chosen is None else "included", reason=reason,
+                     position=position, source_type=source, epistemic=epistemic,
+                     has_content=has_content(chosen, has_text))
+            for (cid, s, content, source, epistemic, has_text, tier, k, tried, chosen, tokens,
+                 reason, position) in trace]
+        assert candidates_json(trace) == canonical_json([decision_to_dict(d) for d in decisions])
+
+
 @given(st.one_of(st.integers(), st.text(), st.none(), st.booleans(), st.just([]),
                  st.just(()), st.lists(st.integers(), max_size=2), st.floats(allow_nan=False)))
 def test_canonical_json_shortcuts_write_what_json_dumps_writes(value):
