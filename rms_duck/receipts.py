@@ -268,7 +268,8 @@ def candidates_json(trace: Sequence[tuple], with_has_content: bool = True) -> st
         rows.append(text)
         kept = (parts, score if plain else None, key, text)
         if entry is None:
-            _remember(remembered, memo, kept, _DECISIONS_LIMIT)
+            if len(content) <= _REMEMBERED_CHARS:  # the key holds the content
+                _remember(remembered, memo, kept, _DECISIONS_LIMIT)
         else:
             remembered[memo] = kept
     return harden("[" + ",".join(rows) + "]")
@@ -284,6 +285,12 @@ _HEAD_KEY = object()  # the kind of an infinite order_key, written "head"
 _HAS_CONTENT = ('"has_content":false,', '"has_content":false,', '"has_content":true,')
 
 
+# The longest text (a candidate's content, a stored row) the memos here keep, or key by: a
+# longer one is hashed or written afresh, which costs little beside its own size, where a
+# memo of long texts grows by megabytes (200 packs of a distinct 1 MB record kept 520 MB).
+_REMEMBERED_CHARS = 4_096
+
+
 def _remember(memo: dict, key: object, value: object, limit: int) -> None:
     """memo[key] = value, first dropping the oldest tenth when the memo holds `limit` entries
     (dicts keep insertion order), so a long-running process keeps it bounded."""
@@ -295,6 +302,8 @@ def _remember(memo: dict, key: object, value: object, limit: int) -> None:
 
 def _content_sha256(text: str) -> str:
     """sha256_text(text), remembered for recently seen texts: agents re-pack the same ones."""
+    if len(text) > _REMEMBERED_CHARS:
+        return sha256_text(text)
     digest = _DIGESTS.get(text)
     if digest is None:
         digest = sha256_text(text)
@@ -387,7 +396,8 @@ def _remembered_row_json(c: Candidate) -> str:
     text = "{" + ",".join(members) + "}"
     kept = (parts, floats if plain else None, text)
     if entry is None:
-        _remember(_ROW_PARTS, key, kept, _ROW_TEXTS_LIMIT)
+        if len(text) <= _REMEMBERED_CHARS:  # the text holds every text the key holds
+            _remember(_ROW_PARTS, key, kept, _ROW_TEXTS_LIMIT)
     else:
         _ROW_PARTS[key] = kept
     return text

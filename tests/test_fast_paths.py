@@ -298,6 +298,25 @@ def test_stored_input_rows_of_rows_ranked_again_are_canonical_json(rows, floats)
         assert inputs_json(ranked) == expected
 
 
+def test_the_receipt_memos_keep_no_long_text():
+    """A pack's receipt and stored inputs remember short rows only: the digests, decision rows
+    and input rows of a long record are written afresh (200 packs of a distinct 1 MB record
+    kept 520 MB alive through these memos)."""
+    from rms_duck import receipts
+    from rms_duck.packing.pipeline import pack_candidates
+
+    long_text = "word " * 2_000
+    assert len(long_text) > receipts._REMEMBERED_CHARS
+    rows = [{"id": "long", "score": 0.5, "content": long_text},
+            {"id": "short", "score": 0.25, "content": "a short note"}]
+    bundle = pack_candidates(rows, budget=100_000)
+    assert bundle.receipt and receipts.inputs_json(to_candidates(rows))
+    held = [*receipts._DIGESTS, *(key[1] for key in receipts._DECISION_TEXTS),
+            *(text for _, _, text in receipts._ROW_PARTS.values())]
+    assert "a short note" in held and '"a short note"' in "".join(held)
+    assert not any(long_text in text for text in held)
+
+
 def test_a_decision_row_cut_around_its_floats_is_the_whole_row():
     from rms_duck import receipts
 
