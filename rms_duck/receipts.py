@@ -262,9 +262,11 @@ def candidates_json(trace: Sequence[tuple], with_has_content: bool = True) -> st
             parts = (head, middle, tail)
         else:
             parts = entry[0]
-        text = (parts[0] + ("null" if kind is None else '"head"' if kind is _HEAD_KEY
-                            else _number(key))
-                + parts[1] + _number(score) + parts[2])
+        # _number spelled out for floats: a re-ranked pack writes each row's two afresh.
+        order = ("null" if kind is None else '"head"' if kind is _HEAD_KEY
+                 else float.__repr__(key) if kind is float else _number(key))
+        text = (f"{parts[0]}{order}{parts[1]}"
+                f"{float.__repr__(score) if type(score) is float else _number(score)}{parts[2]}")
         rows.append(text)
         kept = (parts, score if plain else None, key, text)
         if entry is None:
