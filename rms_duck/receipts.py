@@ -270,7 +270,7 @@ def candidates_json(trace: Sequence[tuple], with_has_content: bool = True) -> st
         rows.append(text)
         kept = (parts, score if plain else None, key, text)
         if entry is None:
-            if len(content) <= _REMEMBERED_CHARS:  # the key holds the content
+            if len(content) <= _REMEMBERED_CHARS and len(cid) <= _REMEMBERED_CHARS:
                 _remember(remembered, memo, kept, _DECISIONS_LIMIT)
         else:
             remembered[memo] = kept
@@ -284,6 +284,7 @@ _DECISION_TEXTS_V6: dict[tuple, tuple[tuple[str, str, str], float | None, Any, s
 # Each entry holds its text twice (in parts and whole): half the entries of the digests'.
 _DECISIONS_LIMIT = 32_768
 _HEAD_KEY = object()  # the kind of an infinite order_key, written "head"
+_INFINITY = math.inf
 _HAS_CONTENT = ('"has_content":false,', '"has_content":false,', '"has_content":true,')
 
 
@@ -378,6 +379,9 @@ def _remembered_row_json(c: Candidate) -> str:
     except TypeError:  # an unhashable value (a list passed in place of a tuple)
         return input_row_json(c)
     floats = confidence, salience, score = _floats(c)
+    if not (abs(confidence) < _INFINITY and abs(salience) < _INFINITY
+            and abs(score) < _INFINITY):
+        return input_row_json(c)  # json writes Infinity (a hand-built Candidate), not repr
     # Equal floats print alike unless one is a zero (-0.0 == 0.0) or not a float (1 == 1.0):
     # only floats of neither kind are kept with the text, and only they can match it.
     plain = (type(confidence) is float and type(salience) is float and type(score) is float

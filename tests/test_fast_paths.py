@@ -307,14 +307,52 @@ def test_the_receipt_memos_keep_no_long_text():
 
     long_text = "word " * 2_000
     assert len(long_text) > receipts._REMEMBERED_CHARS
+    long_id = "i" * (receipts._REMEMBERED_CHARS + 1)
     rows = [{"id": "long", "score": 0.5, "content": long_text},
+            {"id": long_id, "score": 0.75, "content": "a note with a long id"},
             {"id": "short", "score": 0.25, "content": "a short note"}]
     bundle = pack_candidates(rows, budget=100_000)
     assert bundle.receipt and receipts.inputs_json(to_candidates(rows))
     held = [*receipts._DIGESTS, *(key[1] for key in receipts._DECISION_TEXTS),
             *(text for _, _, text in receipts._ROW_PARTS.values())]
     assert "a short note" in held and '"a short note"' in "".join(held)
-    assert not any(long_text in text for text in held)
+    assert not any(long_text in text or long_id in text for text in held)
+    assert not any(long_id in key[0] for key in receipts._DECISION_TEXTS)
+
+
+def test_an_infinite_float_in_a_hand_built_candidate_stores_as_json_writes_it():
+    """Validation refuses infinity, but a hand-built Candidate can hold one: its input row
+    says Infinity, as json does, in a remembered row too (review of round 25)."""
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import candidate_to_dict, inputs_json
+    from rms_duck.records import Candidate
+
+    for value in (float("inf"), 0.25, float("-inf")):
+        c = Candidate(id="a", score=0.5, content="x", salience=value)
+        assert inputs_json([c]) == canonical_json([candidate_to_dict(c)])
+
+
+@pytest.mark.parametrize("pairs", [
+    [(1.0, 0.0), (1.0, -0.0)], [(1.0, -0.0), (1.0, 0.0)],
+    [(0.0, 0.5), (-0.0, 0.5)], [(-0.0, 0.5), (0.0, 0.5)],
+    [(1.0, 1), (1.0, 1.0)], [(1, 0.5), (1.0, 0.5)], [(0.5, float("inf")), (0.5, 1.0)]])
+def test_receipt_rows_written_again_with_equal_floats_that_print_apart(pairs):
+    """Zeros of either sign and ints beside floats, as score and order key in turn: the
+    second row of each pair must not reuse the first one's text."""
+    from rms_duck.escape import canonical_json
+    from rms_duck.receipts import candidates_json, decision_to_dict, has_content
+    from rms_duck.records import Decision
+    from rms_duck.sha import sha256_text
+
+    for score, key in pairs * 2:
+        row = ("pair", score, "x", "user_stated", "asserted", True, 3, key, ("full",), None,
+               0, "BUDGET_EXHAUSTED", None)
+        decision = Decision(id="pair", score=score, content_sha256=sha256_text("x"), tier=3,
+                            order_key=key, tried=("full",), chosen=None, tokens=0,
+                            decision="excluded", reason="BUDGET_EXHAUSTED", position=None,
+                            source_type="user_stated", epistemic="asserted",
+                            has_content=has_content(None, True))
+        assert candidates_json([row]) == canonical_json([decision_to_dict(decision)])
 
 
 def test_a_decision_row_cut_around_its_floats_is_the_whole_row():

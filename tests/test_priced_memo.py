@@ -237,3 +237,25 @@ def test_text_held_is_counted_as_entries_come_and_go(monkeypatch, config):
         pack_candidates(rows, budget=100_000, config=config)
         held = sum(len(p.view.text) + len(p.line) for p in priced._MEMO.values())
         assert held == priced._held[0] <= priced._CHARS
+
+
+def test_the_render_memo_tells_apart_views_that_differ_in_any_field():
+    """Every view field but the candidate's floats is in the render memo's key: rendering
+    each combination of ref, conflicts, labels and speaker_above in turn, without emptying
+    the memo, gives what the renderer gives afresh (review of round 25)."""
+    import itertools
+
+    from rms_duck.formats import FORMATS as NAMED
+    from rms_duck.formats import LEGACY_FORMATS, RecordView
+    from rms_duck.formats.base import is_builtin
+    from rms_duck.records import Candidate, Level
+
+    c = Candidate(id="n1", score=0.5, content="hello", speaker="Maya")
+    clear_render_memos()
+    for fmt in [f for f in [*NAMED.values(), *LEGACY_FORMATS.values()] if is_builtin(f)]:
+        render = type(fmt).record_line.__wrapped__
+        for ref, contradicts, above in itertools.product((None, "m2"), ((), ("n2",)),
+                                                         (False, True)):
+            labels = ("c1",) * len(contradicts) if fmt.labels_conflicts else ()
+            view = RecordView(c, Level.FULL, "hello", ref, contradicts, labels, above)
+            assert fmt.record_line(view) == render(fmt, view), (fmt.name, ref, above)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
@@ -130,6 +130,9 @@ def section_label(section: Section, namespace: str | None) -> str:
     return f"[{section.value} namespace {json_text(namespace)}]"
 
 
+# Every RecordView field but the candidate, for the render memo's key.
+_view_fields = attrgetter(*(f.name for f in fields(RecordView) if f.name != "candidate"))
+
 _MEMO_LIMIT = 16_384
 # Memory a renderer's memo may hold: a remembered line keeps its view (with the candidate's
 # text) alive too, so it is capped by bytes as well as entries; one huge record must not
@@ -181,8 +184,7 @@ def memoized(render: Callable[[_F, RecordView], str]) -> Callable[[_F, RecordVie
         cls = type(self)
         if cls not in _BUILTIN:
             return render(self, view)
-        key = (cls, shown_fields(view.candidate), view.level, view.text, view.ref,
-               view.contradicts, view.conflict_labels, view.speaker_above)
+        key = (cls, shown_fields(view.candidate), *_view_fields(view))
         try:
             line = memo.get(key)
         except TypeError:  # a hand-built Candidate with a list where a tuple belongs
