@@ -284,7 +284,6 @@ _DECISION_TEXTS_V6: dict[tuple, tuple[tuple[str, str, str], float | None, Any, s
 # Each entry holds its text twice (in parts and whole): half the entries of the digests'.
 _DECISIONS_LIMIT = 32_768
 _HEAD_KEY = object()  # the kind of an infinite order_key, written "head"
-_INFINITY = math.inf
 _HAS_CONTENT = ('"has_content":false,', '"has_content":false,', '"has_content":true,')
 
 
@@ -321,11 +320,9 @@ _DIGESTS_LIMIT = 65_536
 _ROW = ('{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s",%s"id":%s,'
         '"order_key":%s,"position":%s,"reason":%s,"score":%s,"source_type":"%s","tier":%s,'
         '"tokens":%d,"tried":%s}')
-# _ROW cut where the order_key and the score go (a test holds the parts to it).
-_ROW_HEAD, _ROW_MIDDLE, _ROW_TAIL = (
-    '{"chosen":%s,"content_sha256":"%s","decision":"%s","epistemic":"%s",%s"id":%s,"order_key":',
-    ',"position":%s,"reason":%s,"score":',
-    ',"source_type":"%s","tier":%s,"tokens":%d,"tried":%s}')  # tests/test_fast_paths.py
+# _ROW cut where the order_key and the score go.
+_ROW_HEAD, _ROW_MIDDLE, _ROW_TAIL = (_ROW.replace('"order_key":%s', '"order_key":\0')
+                                     .replace('"score":%s', '"score":\0').split("\0"))
 
 
 def _number(value: float) -> str:
@@ -475,6 +472,7 @@ _input_values = attrgetter(*_INPUT_KEYS)
 # The floats, written in afresh for each row (_remembered_row_json), in key order.
 _FLOAT_KEYS = ("confidence", "salience", "score")
 _floats = attrgetter(*_FLOAT_KEYS)
+_INFINITY = math.inf
 _fixed_values = attrgetter(*(key for key in _INPUT_KEYS if key not in _FLOAT_KEYS))
 # The other fields where equal values of different types print apart (1 == True); text,
 # enum, tuple and UTC time fields print the same for equal values, so only these types

@@ -47,10 +47,9 @@ def remembered(key: tuple) -> Priced | None:
 
 def remember(key: tuple, priced: Priced) -> None:
     try:
-        hash(key)
+        replaced = _MEMO.pop(key, None)  # a line-only entry, priced in full now
     except TypeError:  # unhashable (see remembered): priced afresh each time instead
         return
-    replaced = _MEMO.pop(key, None)  # a line-only entry, priced in full now
     if replaced is not None:
         _held[0] -= len(replaced.view.text) + len(replaced.line)
     if not _MEMO:
