@@ -502,14 +502,61 @@ def seal_fragments(fragments: Mapping[str, str], *, receipt_id: str, bundle_id: 
                    created_at: datetime, chain_namespace: str, seq: int,
                    prev_sha256: str | None, inputs: str, query: dict[str, Any] | None,
                    session_id: str | None) -> tuple[str, str]:
-    """seal_receipt over a body already serialised per key (receipt_fragments)."""
-    chain = {
-        "receipt_id": receipt_id, "bundle_id": bundle_id,
-        "created_at": created_at.astimezone(UTC).isoformat(),
-        "chain_namespace": chain_namespace, "seq": seq, "prev_sha256": prev_sha256,
-        "inputs_sha256": sha256_text(inputs), "query": query, "session_id": session_id,
-    }
-    receipt = dict(fragments)
-    receipt.update((key, canonical_json(value)) for key, value in chain.items())
-    text = join_fragments(receipt)
+    """seal_receipt over a body already serialised per key (receipts.receipt_fragments)."""
+    template = receipt_template(fragments, chain_namespace=chain_namespace,
+                                inputs_sha256=sha256_text(inputs), query=query,
+                                session_id=session_id)
+    return seal_template(template, (
+        canonical_json(bundle_id), canonical_json(created_at.astimezone(UTC).isoformat()),
+        canonical_json(prev_sha256), canonical_json(receipt_id), canonical_json(seq)))
+
+
+# The sealed fields only storage knows, in key order: what receipt_template leaves open.
+APPEND_FIELDS = ("bundle_id", "created_at", "prev_sha256", "receipt_id", "seq")
+
+
+def receipt_template(fragments: Mapping[str, str], *, chain_namespace: str,
+                     inputs_sha256: str, query: dict[str, Any] | None,
+                     session_id: str | None) -> tuple[str, ...]:
+    """The sealed receipt's canonical text cut around the values of APPEND_FIELDS: six
+    pieces, which seal_template() joins with them. Everything else is written here, where
+    the bundle is packed (in a worker process for most of a GROUP BY's groups), so the
+    one thread that appends to a chain only joins and hashes."""
+    body = {key: text for key, text in fragments.items() if key not in _OPEN}
+    body.update(chain_namespace=canonical_json(chain_namespace),
+                inputs_sha256=canonical_json(inputs_sha256), query=canonical_json(query),
+                session_id=canonical_json(session_id))
+    keys = tuple(body)
+    cuts = _TEMPLATE_ORDERS.get(keys)
+    if cuts is None:
+        # The keys between one open field and the next, each set sorted and spelled once.
+        order = sorted(keys + APPEND_FIELDS)
+        bounds = [order.index(name) for name in APPEND_FIELDS]
+        cuts = tuple(tuple((key, json_string(key) + ":") for key in order[lo + 1:hi])
+                     for lo, hi in zip([-1, *bounds], [*bounds, len(order)], strict=True))
+        if len(_TEMPLATE_ORDERS) >= 64:
+            _TEMPLATE_ORDERS.clear()
+        _TEMPLATE_ORDERS[keys] = cuts
+    pieces = []
+    for i, run in enumerate(cuts):
+        text = ",".join([name + body[key] for key, name in run])
+        lead = "{" if i == 0 else ","
+        if i < len(APPEND_FIELDS):
+            pieces.append(lead + (text + "," if text else "") + _OPEN_NAMES[i])
+        else:
+            pieces.append((lead + text if text else "") + "}")
+    return tuple(pieces)
+
+
+_TEMPLATE_ORDERS: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], ...]] = {}
+_OPEN = frozenset(APPEND_FIELDS)
+_OPEN_NAMES = tuple(json_string(name) + ":" for name in APPEND_FIELDS)
+
+
+def seal_template(template: Sequence[str], values: Sequence[str]) -> tuple[str, str]:
+    """The receipt text receipt_template() cut, joined with the JSON texts of the
+    APPEND_FIELDS values in their order, and that text's sha256."""
+    p0, p1, p2, p3, p4, p5 = template
+    v0, v1, v2, v3, v4 = values
+    text = f"{p0}{v0}{p1}{v1}{p2}{v2}{p3}{v3}{p4}{v4}{p5}"
     return text, sha256_text(text)

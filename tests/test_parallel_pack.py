@@ -255,6 +255,134 @@ def test_rms_store_of_many_groups_packs_across_processes_and_stores_a_chain_that
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchone() == (40,)
 
 
+@pytest.fixture()
+def store_across_processes(monkeypatch):
+    """rms_store's calls packed across two processes, with what each step of the early
+    append (storage.AppendWhilePacking) was given recorded: ("begin", rows) when the
+    groups packed here were inserted before the workers' replies were read, ("finish",
+    rows) when the rest were added and the whole committed."""
+    from rms_duck.duck import sqlstore, storage
+
+    monkeypatch.setattr(sqlstore, "default_processes", lambda: 2)
+    steps: list[tuple[str, int]] = []
+
+    def recorded(name: str):
+        real = getattr(storage.AppendWhilePacking, name)
+
+        def step(self, rows):
+            steps.append((name, len(rows)))
+            return real(self, rows)
+        return step
+
+    for name in ("begin", "finish"):
+        monkeypatch.setattr(storage.AppendWhilePacking, name, recorded(name))
+    return steps
+
+
+def _store_groups(con, name: str, rows: pa.Array) -> None:
+    con.register(f"{name}_arrow", pa.table({"q": list(range(len(rows))), "c": rows}))
+    con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
+
+
+def _chain(con) -> list[tuple]:
+    return con.execute("SELECT r.seq, b.context FROM rms_receipts r JOIN rms_bundles b "
+                       "USING (bundle_id) ORDER BY r.seq").fetchall()
+
+
+def test_rms_store_inserts_this_processs_groups_while_the_workers_pack_theirs(
+        store_across_processes):
+    import rms_duck
+
+    candidates, _, _ = _batch(40)
+    con = rms_duck.connect()
+    _store_groups(con, "t", candidates)
+    stored = con.execute("SELECT q, rms_store(c, 300) FROM t ORDER BY q").fetchall()
+    (begun, first), (finished, rest) = store_across_processes
+    assert (begun, finished) == ("begin", "finish") and first + rest == 40 and rest > 0
+    packed = con.execute("SELECT pack_context(c, 300).context FROM t ORDER BY q").fetchall()
+    chain = _chain(con)
+    # One chain, in group order: the groups packed here first, then the workers'.
+    assert [seq for seq, _ in chain] == list(range(1, 41))
+    assert [(context,) for _, context in chain] == packed
+    assert len({receipt for _, receipt in stored}) == 40
+    assert con.execute("SELECT list(seq ORDER BY created_at) FROM rms_receipts").fetchall() \
+        == [(list(range(1, 41)),)]
+    assert rms_duck.verify_receipts(con) == []
+    assert rms_duck.replay(con, stored[-1][1]).identical
+
+
+def test_a_bad_group_in_a_workers_share_rolls_back_the_groups_inserted_here(
+        store_across_processes):
+    """The groups packed here were inserted before the worker's share failed: rolled back,
+    so the call stores nothing, and the append lock is free for the next statement."""
+    import rms_duck
+
+    candidates, _, _ = _batch(40)
+    groups = candidates.to_pylist()
+    groups[37][0]["score"] = float("nan")
+    con = rms_duck.connect()
+    _store_groups(con, "t", pa.array(groups))
+    with pytest.raises(Exception, match=r"CandidateError: candidate #0 .*score"):
+        con.execute("SELECT rms_store(c, 300) FROM t").fetchall()
+    assert [step for step, _ in store_across_processes] == ["begin"]
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+    _store_groups(con, "good", candidates)
+    con.execute("SELECT rms_store(c, 300) FROM good").fetchall()  # the lock was let go
+    assert [seq for seq, _ in _chain(con)] == list(range(1, 41))
+    assert rms_duck.verify_receipts(con) == []
+
+
+def test_a_race_lost_while_the_workers_pack_is_retried_from_the_start(
+        store_across_processes, monkeypatch):
+    """Another writer moves the chain's tip in the meantime (here: the commit of the early
+    append fails as a lost race does): everything is rolled back and appended again by the
+    retrying path, on the new tip, each group once."""
+    import duckdb
+
+    import rms_duck
+    from rms_duck.duck import storage
+
+    real_commit, failed = storage._Append.commit, []
+
+    def lose_once(self):
+        if not failed:
+            failed.append(True)
+            raise duckdb.TransactionException("TransactionContext Error: Conflict on tuple")
+        return real_commit(self)
+
+    monkeypatch.setattr(storage._Append, "commit", lose_once)
+    candidates, _, _ = _batch(40)
+    con = rms_duck.connect()
+    _store_groups(con, "t", candidates)
+    stored = con.execute("SELECT q, rms_store(c, 300) FROM t ORDER BY q").fetchall()
+    assert failed and [step for step, _ in store_across_processes] == ["begin", "finish"]
+    packed = con.execute("SELECT pack_context(c, 300).context FROM t ORDER BY q").fetchall()
+    assert [(context,) for _, context in _chain(con)] == packed  # each group once, in order
+    assert len({receipt for _, receipt in stored}) == 40
+    assert rms_duck.verify_receipts(con) == []
+
+
+def test_rms_store_across_processes_on_a_read_only_file_says_what_to_do(
+        store_across_processes, tmp_path):
+    import rms_duck
+
+    path = str(tmp_path / "ro.duckdb")
+    candidates, _, _ = _batch(40)
+    con = rms_duck.connect(path)
+    _store_groups(con, "t", candidates)
+    con.close()
+    ro = rms_duck.connect(path, read_only=True)
+    with pytest.raises(Exception, match="rms_store could not store the bundles: .*read-only"
+                                        ".*open the database writable"):
+        ro.execute("SELECT rms_store(c, 300) FROM t").fetchall()
+    assert [step for step, _ in store_across_processes] == ["begin", "finish"]
+    ro.close()
+    con = rms_duck.connect(path)  # the append lock was let go: this process stores again
+    con.execute("SELECT rms_store(c, 300) FROM t").fetchall()
+    assert [seq for seq, _ in _chain(con)] == list(range(1, 41))
+
+
 def test_one_process_keeps_every_batch_here():
     candidates, budgets, configs = _batch(12)
     with parallel.one_process():

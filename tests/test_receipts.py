@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rms_duck
 from rms_duck.candidates import to_candidates
@@ -20,6 +22,7 @@ from rms_duck.escape import canonical_json
 from rms_duck.packing.represent import has_memory_text
 from rms_duck.receipts import CANDIDATE_FIELDS, RECEIPT_FIELDS, RECEIPT_VERSION, seal_receipt
 from rms_duck.records import Level
+from tests.thorough import examples
 
 
 def note(i: int, *, namespace: str | None = None, score: float = 0.5) -> pa.Table:
@@ -107,6 +110,40 @@ def test_seal_receipt_is_deterministic():
             "chain_namespace": "x", "seq": 3, "prev_sha256": "ab", "inputs": "[]",
             "query": None, "session_id": "s"}
     assert seal_receipt({"b": 1, "a": [2]}, **args) == seal_receipt({"a": [2], "b": 1}, **args)
+
+
+_KEYS = st.sampled_from(["a", "budget", "bundle_id", "candidates", "flags", "metrics", "seq",
+                         "receipt_id", "zz", "prev_sha256", "query", "é", "created_at", "~"])
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+                       | st.floats(allow_nan=False, allow_infinity=False),
+                       lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6)
+
+
+@given(body=st.dictionaries(_KEYS, _VALUES, max_size=8), seq=st.integers(1, 10**12),
+       prev=st.none() | st.text(max_size=70), namespace=st.text(max_size=10),
+       session=st.none() | st.text(max_size=10), ids=st.tuples(st.text(max_size=40),
+                                                            st.text(max_size=40)),
+       query=st.none() | st.dictionaries(st.text(max_size=4), _VALUES, max_size=3))
+@settings(max_examples=examples(200), deadline=None)
+def test_a_sealed_receipt_is_the_canonical_json_of_body_and_chain(body, seq, prev, namespace,
+                                                                  session, ids, query):
+    """Storage seals from a template cut around the fields only it knows
+    (receipts.receipt_template); joined, it is canonical_json of the whole receipt, with
+    the chain's values in place of any the body held, for any keys and values."""
+    from datetime import UTC, datetime, timedelta
+
+    created = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(microseconds=seq)
+    chain = {"receipt_id": ids[0], "bundle_id": ids[1], "created_at": created.isoformat(),
+             "chain_namespace": namespace, "seq": seq, "prev_sha256": prev,
+             "inputs_sha256": hashlib.sha256(b"[1]").hexdigest(), "query": query,
+             "session_id": session}
+    text, digest = seal_receipt(
+        body, receipt_id=ids[0], bundle_id=ids[1], created_at=created,
+        chain_namespace=namespace, seq=seq, prev_sha256=prev, inputs="[1]", query=query,
+        session_id=session)
+    assert text == canonical_json({**body, **chain})
+    assert digest == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def test_docs_document_every_receipt_field_and_the_version():

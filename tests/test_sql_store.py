@@ -41,16 +41,22 @@ def test_rms_store_from_sql_stores_verifiable_replayable_bundles(con):
 
 
 @pytest.mark.slow
-def test_rms_store_appends_a_calls_bundles_in_batches_not_one_by_one(con, monkeypatch):
+def test_rms_store_appends_a_calls_bundles_in_one_transaction_not_one_by_one(con, monkeypatch):
     """A transaction per bundle cost about 10 ms each, 26 times the pack (2,000 groups of 8:
-    21 s). rms_store now appends each call's bundles together, up to BATCH_ROWS per
-    transaction, with a gap-free chain in the order it packed them."""
-    from rms_duck.duck import sqlstore, storage
+    21 s). rms_store now appends each call's bundles together, in one transaction (whether
+    it packed them here or across processes), with a gap-free chain in the order it packed
+    them."""
+    from rms_duck.duck import storage
 
-    batches = []
-    real = sqlstore.append_pending
-    monkeypatch.setattr(sqlstore, "append_pending",
-                        lambda cur, rows: batches.append(len(rows)) or real(cur, rows))
+    transactions = []
+    real = storage._Append.commit
+
+    def commit(self):
+        stored = real(self)
+        transactions.append(len(stored))
+        return stored
+
+    monkeypatch.setattr(storage._Append, "commit", commit)
     con.execute("CREATE TEMP TABLE many AS SELECT i // 2 AS q, 'n' || i AS id, "
                 "(i % 7) / 7.0 AS score, 'note ' || i || ' on the rollout' AS content "
                 "FROM range(2400) t(i)")
@@ -58,8 +64,8 @@ def test_rms_store_appends_a_calls_bundles_in_batches_not_one_by_one(con, monkey
         "SELECT q, rms_store(list({'id': id, 'score': score, 'content': content}), 200, "
         "namespace := 'bulk', session_id := 'job-1') FROM many GROUP BY q").fetchall()
     assert len({receipt_id for _, receipt_id in stored}) == 1200
-    assert sum(batches) == 1200 and max(batches) <= storage.BATCH_ROWS < 1200
-    assert len(batches) <= 4  # one DuckDB call of 1,200 groups: 1,000 + 200, or two calls
+    assert sum(transactions) == 1200
+    assert len(transactions) <= 2  # one DuckDB call of 1,200 groups, or two
     assert con.execute("SELECT list(seq ORDER BY seq), count(DISTINCT b.session_id), "
                        "min(b.session_id) FROM rms_receipts JOIN rms_bundles b USING "
                        "(bundle_id) WHERE chain_namespace = 'bulk'").fetchall() == [

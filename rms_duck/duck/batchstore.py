@@ -14,7 +14,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -26,7 +26,7 @@ from ..errors import ConfigError, ReceiptError, RmsError, did_you_mean
 from ..escape import canonical_json
 from ..packing.arrowtype import BUNDLE_FIELDS, INPUTS_COLUMN
 from ..packing.batches import as_table
-from ..receipts import RECEIPT_VERSION, SEALED_FIELDS, join_fragments, sha256_text
+from ..receipts import RECEIPT_VERSION, SEALED_FIELDS, join_fragments, receipt_template, sha256_text
 from .cursors import check_connection, cursor, explains_setup
 from .storage import BATCH_ROWS, Pending, append_pending
 from .surrogates import config_surrogate_error
@@ -96,9 +96,12 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
     # Every row is checked before any batch is written: a bad row in a later batch used to
     # leave the earlier batches stored, and the run that followed the fix stored them twice.
     # Only the first batch is kept prepared; memory holds one batch, not the whole table.
+    def prepared(batch: Callable[[], list[dict[str, Any]]]) -> list[Pending]:
+        return [_prepared(row, keys, namespace, session_id, matched=skip_stored)
+                for row in batch()]
+
     try:
-        first = [_prepared(row, keys, namespace, session_id) for row in batches[0]()] \
-            if batches else []
+        first = prepared(batches[0]) if batches else []
         for batch in batches[1:]:
             for row in batch():
                 _checked(row, keys)
@@ -120,8 +123,7 @@ def store_batches(con: duckdb.DuckDBPyConnection, table: Any, *,
 
     cur = cursor(con)
     try:
-        for rows in itertools.chain([first], ([_prepared(row, keys, namespace, session_id)
-                                               for row in batch()] for batch in batches[1:])):
+        for rows in itertools.chain([first], map(prepared, batches[1:])):
             found.clear()
             stored.extend(append_pending(cur, rows,
                                          held=already_stored if skip_stored else None))
@@ -193,8 +195,11 @@ def _take(held: Counter[tuple[str, str, str, str]], row: Pending) -> bool:
 
 
 def _key(row: Pending) -> tuple[str, str, str, str]:
-    """What _held counts a stored bundle by, for a row about to be stored."""
-    return (row.chain, row.context_sha256, sha256_text(row.inputs), _body_sha256(row.fragments))
+    """What _held counts a stored bundle by, for a row about to be stored: (chain,
+    context_sha256, inputs digest, receipt body digest), made by _prepared(matched=True)."""
+    if row.match_key is None:
+        raise AssertionError("store_batches matches only rows prepared with their key")
+    return row.match_key
 
 
 def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
@@ -215,20 +220,26 @@ def _keys(data: pa.Table, by: str | Sequence[str] | None) -> list[str]:
 
 
 def _prepared(row: dict[str, Any], keys: Sequence[str], namespace: str | None,
-              session_id: str | None) -> Pending:
-    """The row with its parsed receipt body and chain, checked against its own context."""
+              session_id: str | None, *, matched: bool) -> Pending:
+    """The row with its parsed receipt body and chain, checked against its own context;
+    with the key it is matched by (_key) when `matched` (skip_stored)."""
     body, inputs = _checked(row, keys)
     if namespace is not None:
         chain = namespace
     else:
         names = {c.get("namespace_id") for c in inputs}
         chain = (names.pop() or "") if len(names) == 1 else ""
-    return Pending(chain, {key: canonical_json(value) for key, value in body.items()},
-                   row["inputs"], row["context"], row["context_sha256"],
+    fragments = {key: canonical_json(value) for key, value in body.items()}
+    inputs_sha256 = sha256_text(row["inputs"])
+    template = receipt_template(fragments, chain_namespace=chain, inputs_sha256=inputs_sha256,
+                                query=None, session_id=session_id)
+    return Pending(chain, template, row["inputs"], row["context"], row["context_sha256"],
                    body["config"]["context_format"], row["context_budget"], body["available"],
                    row["tokens_used"], list(row["flags"]), len(row["included"]),
                    len(row["excluded"]), body.get("metrics") or {}, session_id,
-                   receipt_version=body["receipt_version"])
+                   receipt_version=body["receipt_version"],
+                   match_key=(chain, row["context_sha256"], inputs_sha256,
+                              _body_sha256(fragments)) if matched else None)
 
 
 def _checked(row: dict[str, Any], keys: Sequence[str]) -> tuple[dict[str, Any], list[Any]]:

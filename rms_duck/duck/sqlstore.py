@@ -4,10 +4,12 @@
 exactly as pack_context() does and stores the bundle row with its sealed, chained receipt,
 as rms_duck.pack() does, returning the receipt_id. Each call of the UDF (DuckDB passes up to
 2,048 groups at once, one call per thread at a time) packs all its groups before it stores
-any, so a bad budget, config or candidate stores nothing of that call. It then appends them
-in group order, up to BATCH_ROWS bundles per transaction, with one Arrow insert per table
-(storage.append_pending, as store_batches() does): a transaction per bundle cost about
-10 ms each, 26 times the pack itself. The UDF stores through a cursor of the connection
+any, so a bad budget, config or candidate stores nothing of that call. It appends them in
+group order, in one transaction per call, with one Arrow insert per table for each share
+(storage.py): a transaction per bundle cost about 10 ms each, 26 times the pack itself.
+The groups this process packs are inserted while the workers pack the rest, and the
+transaction commits once every share is packed and inserted, so the inserting costs little
+beyond the slowest worker. The UDF stores through a cursor of the connection
 that called it, so the bundles commit independently of the statement that called it: if
 that statement fails later (in a later call, or for another reason), the bundles already
 stored stay, each with a valid receipt (the chain is append-only).
@@ -31,7 +33,7 @@ from ..packing.gcpause import gc_paused
 from ..packing.parallel import from_ipc, in_parts
 from ..tokens.bulk import default_processes
 from .cursors import cursor
-from .storage import BATCH_ROWS, Pending, append_pending, pending_bundle
+from .storage import AppendWhilePacking, Pending, append_pending, pending_bundle
 
 STORE_PARAMETERS = ("rms_candidate[]", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BIGINT")
 # The text in sql/python_macros.sql that install_temp_macros replaces with connection_number().
@@ -76,28 +78,42 @@ def rms_store_udf(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray,
                            "rms_duck.register(con), not rms_store_udf() directly")
     columns = [budgets.to_pylist(), configs.to_pylist(), namespaces.to_pylist(),
                sessions.to_pylist()]
-    # A call of many groups is packed across processes, as pack_context's (parallel.py).
-    shares = in_parts(candidates, columns, configs=columns[1], processes=default_processes(),
-                      function=_PENDING_PART, here=_packed_here)
-    pending = [row for share in shares for row in share] if shares is not None else \
-        _packed_here(candidates, columns)
-    out: list[str] = []
     cur = cursor(con)
     try:
-        for start in range(0, len(pending), BATCH_ROWS):
-            try:
-                stored = append_pending(cur, pending[start:start + BATCH_ROWS])
-            except duckdb.Error as exc:
-                fix = ("open the database writable, or use pack_context() to pack without "
-                       "storing" if "read-only" in str(exc) else
-                       "run rms_duck.verify_receipts(con) on this database, then the "
-                       "statement again")
-                raise ReceiptError(f"rms_store could not store the bundles: "
-                                   f"{str(exc).splitlines()[0]}; {fix}") from None
-            out.extend(row.receipt_id for row in stored)
+        return pa.array(_stored(cur, candidates, columns), type=pa.string())
     finally:
         cur.close()
-    return pa.array(out, type=pa.string())
+
+
+def _stored(cur, candidates: pa.ChunkedArray, columns: list[list[Any]]) -> list[str]:
+    """Every group packed, then stored in one transaction; the receipt_ids in order. A call
+    of many groups is packed across processes, as pack_context's (parallel.py), and the
+    groups packed here are stored while the workers pack theirs."""
+    early = AppendWhilePacking(cur)
+    try:
+        shares = in_parts(candidates, columns, configs=columns[1],
+                          processes=default_processes(), function=_PENDING_PART,
+                          here=_packed_here, meanwhile=early.begin)
+    except BaseException:
+        early.abandon()
+        raise
+    if shares is None:
+        pending = _packed_here(candidates, columns)
+        stored = None
+    else:
+        pending = [row for share in shares for row in share]
+        stored = early.finish([row for share in shares[1:] for row in share])
+    if stored is None:
+        try:
+            stored = append_pending(cur, pending)
+        except duckdb.Error as exc:
+            fix = ("open the database writable, or use pack_context() to pack without "
+                   "storing" if "read-only" in str(exc) else
+                   "run rms_duck.verify_receipts(con) on this database, then the "
+                   "statement again")
+            raise ReceiptError(f"rms_store could not store the bundles: "
+                               f"{str(exc).splitlines()[0]}; {fix}") from None
+    return [row.receipt_id for row in stored]
 
 
 _PENDING_PART = "rms_duck.duck.sqlstore:pending_part"

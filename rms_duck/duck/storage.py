@@ -1,7 +1,10 @@
 """Store bundles and their receipts atomically, extending each namespace's receipt hash chain.
 
 store_bundle() appends one packed bundle; append_pending() appends many in one transaction
-(rms_store's groups, store_batches' rows), with one INSERT per table for all of them.
+(rms_store's groups, store_batches' rows), with one INSERT per table for all of them;
+AppendWhilePacking begins such a transaction before the last of a batch's groups are packed
+(rms_store across processes). Each receipt is sealed from the template written where its
+bundle was packed (receipts.receipt_template), so appending only joins and hashes.
 
 Each receipt's canonical JSON carries the previous receipt's sha256 in the same chain
 namespace and a sequence number that is UNIQUE per namespace. Two writers that race for
@@ -37,8 +40,10 @@ import pyarrow as pa
 from ..bundle import MemoryBundle
 from ..config import PackingConfig
 from ..errors import CandidateError, ConfigError, ReceiptError
-from ..receipts import RECEIPT_VERSION, inputs_json, seal_fragments
+from ..escape import canonical_json
+from ..receipts import RECEIPT_VERSION, inputs_json, receipt_template, seal_template
 from ..records import Candidate
+from ..sha import sha256_text
 from ..timefmt import as_utc
 from .cursors import cursor
 from .surrogates import config_surrogate_error, surrogate_error
@@ -64,10 +69,11 @@ class Stored:
 @dataclass(frozen=True, slots=True)
 class Pending:
     """A packed bundle waiting for its place in a receipt chain: the rms_bundles values it
-    has already, and its receipt body serialised per key (receipts.receipt_fragments)."""
+    has already, and its receipt's canonical text cut around the fields only the append
+    knows (receipts.receipt_template), written where the bundle was packed."""
 
     chain: str
-    fragments: Mapping[str, str]
+    template: tuple[str, ...]
     inputs: str
     context: str
     context_sha256: str
@@ -80,10 +86,12 @@ class Pending:
     excluded: int
     metrics: Mapping[str, Any]
     session_id: str | None
-    query: dict[str, Any] | None = None
+    query_text: str | None = None
     # The version its receipt body records: a table packed by an earlier release
     # (store_batches) keeps its own, which replay packs by.
     receipt_version: int = RECEIPT_VERSION
+    # What store_batches matches a stored copy of this bundle by (batchstore._key).
+    match_key: tuple[str, str, str, str] | None = None
 
 
 def chain_namespace(candidates: Sequence[Candidate], namespace: str | None) -> str:
@@ -101,11 +109,15 @@ def pending_bundle(bundle: MemoryBundle, candidates: Sequence[Candidate], *,
     refused = _config_refused(bundle.config)
     if refused is not None:
         raise refused
-    return Pending(chain_namespace(candidates, namespace), bundle.receipt_fragments,
-                   inputs_json(candidates), bundle.context, bundle.context_sha256,
+    chain, inputs = chain_namespace(candidates, namespace), inputs_json(candidates)
+    template = receipt_template(bundle.receipt_fragments, chain_namespace=chain,
+                                inputs_sha256=sha256_text(inputs), query=query,
+                                session_id=session_id)
+    return Pending(chain, template, inputs, bundle.context, bundle.context_sha256,
                    bundle.config.context_format, bundle.context_budget, bundle.available,
                    bundle.tokens_used, list(bundle.flags), len(bundle.included),
-                   bundle.excluded_count, bundle.metrics, session_id, query)
+                   bundle.excluded_count, bundle.metrics, session_id,
+                   (query or {}).get("sql"))
 
 
 def _config_refused(config: PackingConfig) -> ConfigError | None:
@@ -229,48 +241,131 @@ def _failure(exc: duckdb.Error, where: str) -> Exception:
 def _store_once(cur, rows: Sequence[Pending], created: datetime, *, scan: bool = False,
                 held: Callable[[Any, Sequence[Pending]], list[bool]] | None = None
                 ) -> list[Stored]:
-    cur.execute("BEGIN TRANSACTION")
+    append = _Append(cur, created, scan=scan)
     if held is not None:
         rows = [row for row, stored in zip(rows, held(cur, rows), strict=True) if not stored]
+    append.add(rows)
+    return append.commit()
+
+
+class _Append:
+    """One transaction appending bundles to their chains: begun, given rows (add) once or
+    more, then committed. Each receipt is sealed on the one before it in its chain, one
+    microsecond after it: views that order a session's bundles by time
+    (rms_session_metrics) see the order they were stored in, not a tie."""
+
+    def __init__(self, cur, created: datetime, *, scan: bool = False) -> None:
+        self.cur, self.created, self.scan = cur, created, scan
+        # chain -> (newest seq, its receipt_sha256, that as JSON, whether it has a head row)
+        self.tips: dict[str, tuple[int, str | None, str, bool]] = {}
+        self.stored: list[Stored] = []
+        cur.execute("BEGIN TRANSACTION")
+
+    def add(self, rows: Sequence[Pending]) -> None:
+        """Seal and insert `rows`, in order, after those added before."""
         if not rows:
-            cur.execute("COMMIT")
-            return []
-    tips: dict[str, tuple[int | None, str | None, bool]] = {
-        chain: _tip(cur, chain, scan) for chain in dict.fromkeys(row.chain for row in rows)}
-    bundles, receipts, stored = [], [], []
-    for i, row in enumerate(rows):
-        # One microsecond apart in chain order: views that order a session's bundles by
-        # time (rms_session_metrics) see the order they were stored in, not a tie.
-        created_at = created + timedelta(microseconds=i) if i else created
-        last, prev, has_head = tips[row.chain]
-        seq = (last or 0) + 1
-        bundle_id, receipt_id = new_uuid(), new_uuid()
-        text, digest = seal_fragments(
-            row.fragments, receipt_id=receipt_id, bundle_id=bundle_id, created_at=created_at,
-            chain_namespace=row.chain, seq=seq, prev_sha256=prev, inputs=row.inputs,
-            query=row.query, session_id=row.session_id)
-        tips[row.chain] = (seq, digest, has_head)
-        m = row.metrics
-        bundles.append((bundle_id, created_at, row.chain, row.session_id,
-                        (row.query or {}).get("sql"), row.context_format, row.budget,
-                        row.available, row.tokens_used, row.context, row.context_sha256,
-                        row.flags, row.included, row.excluded, m.get("str_mean"),
-                        m.get("str_p10"), m.get("budget_efficiency"), m.get("budget_waste"),
-                        row.inputs))
-        receipts.append((receipt_id, bundle_id, created_at, row.chain, seq, prev,
-                         row.receipt_version, text, digest, row.context_sha256))
-        stored.append(Stored(bundle_id, receipt_id, digest, seq, row.chain))
-    _insert(cur, "rms_bundles", BUNDLE_COLUMNS, bundles)
-    _insert(cur, "rms_receipts", RECEIPT_COLUMNS, receipts)
-    for chain, (newest, newest_sha256, has_head) in tips.items():
-        if has_head:  # a plain UPDATE: an upsert costs several times more
-            cur.execute("UPDATE rms_chain_heads SET seq = ?, receipt_sha256 = ? "
-                        "WHERE chain_namespace = ?", [newest, newest_sha256, chain])
-        else:
-            cur.execute("INSERT INTO rms_chain_heads VALUES (?, ?, ?)",
-                        [chain, newest, newest_sha256])
-    cur.execute("COMMIT")
-    return stored
+            return
+        cur, tips = self.cur, self.tips
+        for chain in dict.fromkeys(row.chain for row in rows):
+            if chain not in tips:
+                last, prev, has_head = _tip(cur, chain, self.scan)
+                # The tip's digest comes from the table: written as JSON like any text.
+                tips[chain] = (last or 0, prev, canonical_json(prev), has_head)
+        bundles, receipts = [], []
+        created, first = self.created, len(self.stored)
+        for i, row in enumerate(rows, first):
+            created_at = created + timedelta(microseconds=i) if i else created
+            last, prev, prev_json, has_head = tips[row.chain]
+            seq = last + 1
+            bundle_id, receipt_id = new_uuid(), new_uuid()
+            # UUIDs, a UTC time and an int: JSON writes them as they are, quoted or not.
+            text, digest = seal_template(row.template, (
+                f'"{bundle_id}"', f'"{created_at.isoformat()}"', prev_json,
+                f'"{receipt_id}"', str(seq)))
+            tips[row.chain] = (seq, digest, f'"{digest}"', has_head)
+            m = row.metrics
+            bundles.append((bundle_id, created_at, row.chain, row.session_id, row.query_text,
+                            row.context_format, row.budget, row.available, row.tokens_used,
+                            row.context, row.context_sha256, row.flags, row.included,
+                            row.excluded, m.get("str_mean"), m.get("str_p10"),
+                            m.get("budget_efficiency"), m.get("budget_waste"), row.inputs))
+            receipts.append((receipt_id, bundle_id, created_at, row.chain, seq, prev,
+                             row.receipt_version, text, digest, row.context_sha256))
+            self.stored.append(Stored(bundle_id, receipt_id, digest, seq, row.chain))
+        _insert(cur, "rms_bundles", BUNDLE_COLUMNS, bundles)
+        _insert(cur, "rms_receipts", RECEIPT_COLUMNS, receipts)
+
+    def commit(self) -> list[Stored]:
+        """Move each chain's head and commit; the Stored of every row added, in order."""
+        cur = self.cur
+        for chain, (newest, newest_sha256, _, has_head) in self.tips.items():
+            if has_head:  # a plain UPDATE: an upsert costs several times more
+                cur.execute("UPDATE rms_chain_heads SET seq = ?, receipt_sha256 = ? "
+                            "WHERE chain_namespace = ?", [newest, newest_sha256, chain])
+            else:
+                cur.execute("INSERT INTO rms_chain_heads VALUES (?, ?, ?)",
+                            [chain, newest, newest_sha256])
+        cur.execute("COMMIT")
+        return self.stored
+
+
+class AppendWhilePacking:
+    """An append begun before every bundle of a batch is packed (rms_store): the bundles
+    packed in this process are sealed and inserted while the workers pack the rest, in one
+    transaction that commits only once the rest are added, so a bad group in any share
+    still stores nothing. It holds the append lock from begin() to the commit, and lets go
+    of it on any failure, rolled back: the rows are then appended by append_pending, which
+    retries a lost race and names what failed."""
+
+    def __init__(self, cur) -> None:
+        self.cur = cur
+        self._append: _Append | None = None
+        self._locked = False
+
+    def begin(self, rows: Sequence[Pending]) -> None:
+        """Seal and insert the first rows, in a transaction left open."""
+        _APPEND_LOCK.acquire()
+        self._locked = True
+        try:
+            self._append = _Append(self.cur, datetime.now(UTC))
+            self._append.add(rows)
+        except duckdb.Error:
+            self.abandon()  # append_pending appends every row, as without this
+        except BaseException:
+            self.abandon()
+            raise
+
+    def finish(self, rows: Sequence[Pending]) -> list[Stored] | None:
+        """Add the rest and commit: the Stored of every row begun and added, in order.
+        None when nothing began or the append failed: append them all with
+        append_pending."""
+        append = self._append
+        if append is None:
+            return None
+        try:
+            append.add(rows)
+            stored = append.commit()
+        except duckdb.Error:
+            self.abandon()
+            return None
+        except BaseException:
+            self.abandon()
+            raise
+        self._append = None
+        self._release()
+        return stored
+
+    def abandon(self) -> None:
+        """Roll back what began, if anything, and let go of the lock."""
+        if self._append is not None:
+            self._append = None
+            _rollback(self.cur)
+        self._release()
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
+            _APPEND_LOCK.release()
 
 
 def new_uuid() -> str:

@@ -74,13 +74,18 @@ def pack_in_parts(candidates: pa.ChunkedArray, budgets: Sequence[Any],
 def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
              configs: Sequence[Any], processes: int, function: str,
              here: Callable[[Any, list[list[Any]]], Any], extra: tuple[Any, ...] = (),
-             decode: Callable[[Any], Any] = lambda reply: reply) -> list[Any] | None:
+             decode: Callable[[Any], Any] = lambda reply: reply,
+             meanwhile: Callable[[Any], None] | None = None) -> list[Any] | None:
     """The batch's rows in contiguous shares: the first through `here(candidates, columns)`
     in this process, each other by `function` ("module:name") in a worker, called with the
     share's candidates as Arrow IPC, its slice of each column and `extra`; each worker's
     result goes through `decode`. Returns the shares' results in row order, or None when
     the batch stays here (see pack_in_parts). A share's RmsError is raised in row order
-    once every reply is read; a worker that fails otherwise has its share done here."""
+    once every reply is read; a worker that fails otherwise has its share done here.
+
+    `meanwhile(result)`, when given, is called with the first share's result as soon as
+    it is done, before the workers' replies are read: this process works on it while the
+    workers finish theirs. It must not raise for a reason the batch should stop on."""
     if _ONE_PROCESS[0]:
         return None
     started = bulk.started_workers() >= processes - 1
@@ -119,6 +124,8 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
                 results = [here(*share(*bounds[0]))]
             except RmsError as exc:  # bad input: raised once every reply is read
                 error, results = exc, []
+            if meanwhile is not None and results:
+                meanwhile(results[0])
             # Anything else (Ctrl-C) leaves held_workers, which kills the pool at once
             # rather than wait for replies nobody will read.
             replies = [_reply(worker) for worker in workers]  # pipes stay in step
