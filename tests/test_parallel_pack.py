@@ -468,3 +468,52 @@ def test_warm_workers_has_each_worker_import_and_run_the_packer_once():
     assert parallel.pack_in_parts(pa.chunked_array([candidates]), budgets, configs,
                                   inputs=False, processes=2) == pack_lists(
         candidates, budgets, configs, processes=1)
+
+
+@pytest.mark.slow
+def test_rms_store_across_processes_on_two_threads_while_another_thread_stores(
+        store_across_processes):
+    """DuckDB calls rms_store from two threads at once (a GROUP BY of several batches), the
+    batch that holds the workers keeps the append lock while they pack, and a third thread
+    stores single packs meanwhile: every bundle is stored once, each chain has no gap, and
+    nothing waits forever."""
+    import rms_duck
+
+    path_rows = [[{"id": f"g{g}-n{i}", "score": (g * 7 + i) % 10 / 10,
+                   "content": f"group {g}: note {i} on the move to room {g % 13}"}
+                  for i in range(4)] for g in range(5_000)]
+    con = rms_duck.connect()
+    con.execute("SET threads = 2")
+    _store_groups(con, "many", pa.array(path_rows))
+    single = con.cursor()
+    stop, stored_alone, failures = threading.Event(), [], []
+
+    def store_alone() -> None:
+        n = 0
+        try:
+            while not stop.is_set():
+                result = rms_duck.pack(single, pa.Table.from_pylist(
+                    [{"id": f"solo{n}", "score": 0.5, "content": f"solo note {n}"}]),
+                    budget=200, namespace="solo")
+                stored_alone.append(result.receipt_id)
+                n += 1
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    thread = threading.Thread(target=store_alone)
+    thread.start()
+    try:
+        receipts = con.execute(
+            "SELECT q, rms_store(c, 200, namespace := 'bulk') FROM many").fetchall()
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not thread.is_alive() and not failures
+    assert len({receipt for _, receipt in receipts}) == 5_000
+    assert any(step == "begin" for step, _ in store_across_processes)
+    chains = dict(con.execute(
+        "SELECT chain_namespace, list(seq ORDER BY seq) FROM rms_receipts GROUP BY ALL"
+    ).fetchall())
+    assert chains["bulk"] == list(range(1, 5_001))
+    assert chains["solo"] == list(range(1, len(stored_alone) + 1)) and stored_alone
+    assert rms_duck.verify_receipts(con) == []
