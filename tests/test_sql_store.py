@@ -147,6 +147,29 @@ def test_one_bad_group_in_a_group_by_stores_nothing_and_is_named(con, bad):
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
 
 
+def test_a_batch_of_groups_that_fails_to_store_stores_none_of_them(con, monkeypatch):
+    """A batch of groups (up to 2,048) is stored in one transaction: when its last insert
+    fails (here: the disk is full when its receipts go in), none of its bundles stay. With
+    a transaction per 1,000 bundles, the first 1,000 of these 1,500 stayed stored."""
+    from rms_duck.duck import storage
+
+    real = storage._insert
+
+    def full_disk(cur, table, columns, rows):
+        if table == "rms_receipts" and len(rows) > 1_000:
+            raise duckdb.IOException("IO Error: Could not write file: No space left on device")
+        return real(cur, table, columns, rows)
+
+    monkeypatch.setattr(storage, "_insert", full_disk)
+    con.execute("SET threads = 1")  # one batch of 1,500 groups
+    with pytest.raises(duckdb.Error, match="could not write .*free disk space"):
+        con.execute("""
+            SELECT g, rms_store([{'id': 'n' || g, 'score': 0.5, 'content': 'note ' || g}], 100)
+            FROM range(1500) t(g)""").fetchall()
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM rms_chain_heads").fetchall() == [(0,)]
+
+
 @pytest.mark.parametrize("expression, expected", [
     ("pack_context(list({'id': id, 'score': score, 'content': content}), "
      "CASE WHEN g = 43 THEN NULL ELSE 300 END)",
