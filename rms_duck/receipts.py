@@ -1,8 +1,9 @@
 """Receipts: canonical, deterministic JSON that explains every decision of one pack.
 
 The body holds no clock reading or id, so the same inputs always give the same bytes.
-Storage (duck/storage.py) adds the chain fields with seal_receipt(), which returns the
-stored text and its sha256. RECEIPT_FIELDS and CANDIDATE_FIELDS document the format; the
+Storage (duck/storage.py) adds the chain fields: receipt_template() writes the stored text
+but the five values only the append knows, and seal_template() joins them and returns the
+text and its sha256. RECEIPT_FIELDS and CANDIDATE_FIELDS document the format; the
 tests hold stored receipts and docs/audits.md to exactly these names.
 """
 
@@ -80,7 +81,8 @@ RECEIPT_FIELDS: dict[str, str] = {
              "(tables: the ones it read), or null",
     "session_id": "the caller's session id, or null",
 }
-# The fields seal_fragments() adds when the receipt is stored (the second group above).
+# The fields storage adds when the receipt is stored (the second group above): those
+# receipt_template() writes where the bundle is packed, and APPEND_FIELDS.
 SEALED_FIELDS = frozenset({"receipt_id", "bundle_id", "created_at", "chain_namespace", "seq",
                            "prev_sha256", "inputs_sha256", "query", "session_id"})
 CANDIDATE_FIELDS: dict[str, str] = {
@@ -506,7 +508,7 @@ def seal_fragments(fragments: Mapping[str, str], *, receipt_id: str, bundle_id: 
     template = receipt_template(fragments, chain_namespace=chain_namespace,
                                 inputs_sha256=sha256_text(inputs), query=query,
                                 session_id=session_id)
-    return seal_template(template, (
+    return seal_template(template, (  # in APPEND_FIELDS order
         canonical_json(bundle_id), canonical_json(created_at.astimezone(UTC).isoformat()),
         canonical_json(prev_sha256), canonical_json(receipt_id), canonical_json(seq)))
 
@@ -551,6 +553,8 @@ def receipt_template(fragments: Mapping[str, str], *, chain_namespace: str,
 _TEMPLATE_ORDERS: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], ...]] = {}
 _OPEN = frozenset(APPEND_FIELDS)
 _OPEN_NAMES = tuple(json_string(name) + ":" for name in APPEND_FIELDS)
+# receipt_template() writes these four itself: with APPEND_FIELDS, every sealed field.
+assert SEALED_FIELDS == _OPEN | {"chain_namespace", "inputs_sha256", "query", "session_id"}
 
 
 def seal_template(template: Sequence[str], values: Sequence[str]) -> tuple[str, str]:

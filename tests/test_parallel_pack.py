@@ -5,6 +5,7 @@ processes."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
@@ -276,7 +277,15 @@ def store_across_processes(monkeypatch):
 
     for name in ("begin", "finish"):
         monkeypatch.setattr(storage.AppendWhilePacking, name, recorded(name))
-    return steps
+    real_reply = parallel._reply
+
+    def reply(worker):
+        steps.append(("reply", 0))
+        return real_reply(worker)
+
+    monkeypatch.setattr(parallel, "_reply", reply)
+    yield steps
+    assert not storage._APPEND_LOCK[0].locked()  # whatever happened, the lock was let go
 
 
 def _store_groups(con, name: str, rows: pa.Array) -> None:
@@ -297,8 +306,10 @@ def test_rms_store_inserts_this_processs_groups_while_the_workers_pack_theirs(
     con = rms_duck.connect()
     _store_groups(con, "t", candidates)
     stored = con.execute("SELECT q, rms_store(c, 300) FROM t ORDER BY q").fetchall()
-    (begun, first), (finished, rest) = store_across_processes
-    assert (begun, finished) == ("begin", "finish") and first + rest == 40 and rest > 0
+    # The groups packed here went in before the worker's reply was read.
+    (begun, first), (read, _), (finished, rest) = store_across_processes
+    assert (begun, read, finished) == ("begin", "reply", "finish")
+    assert first + rest == 40 and rest > 0
     packed = con.execute("SELECT pack_context(c, 300).context FROM t ORDER BY q").fetchall()
     chain = _chain(con)
     # One chain, in group order: the groups packed here first, then the workers'.
@@ -324,7 +335,10 @@ def test_a_bad_group_in_a_workers_share_rolls_back_the_groups_inserted_here(
     _store_groups(con, "t", pa.array(groups))
     with pytest.raises(Exception, match=r"CandidateError: candidate #0 .*score"):
         con.execute("SELECT rms_store(c, 300) FROM t").fetchall()
-    assert [step for step, _ in store_across_processes] == ["begin"]
+    assert [step for step, _ in store_across_processes] == ["begin", "reply"]
+    from rms_duck.duck import storage
+
+    assert not storage._APPEND_LOCK[0].locked()  # a leak would hang the store below
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
     _store_groups(con, "good", candidates)
@@ -356,7 +370,8 @@ def test_a_race_lost_while_the_workers_pack_is_retried_from_the_start(
     con = rms_duck.connect()
     _store_groups(con, "t", candidates)
     stored = con.execute("SELECT q, rms_store(c, 300) FROM t ORDER BY q").fetchall()
-    assert failed and [step for step, _ in store_across_processes] == ["begin", "finish"]
+    assert failed and [step for step, _ in store_across_processes] == [
+        "begin", "reply", "finish"]
     packed = con.execute("SELECT pack_context(c, 300).context FROM t ORDER BY q").fetchall()
     assert [(context,) for _, context in _chain(con)] == packed  # each group once, in order
     assert len({receipt for _, receipt in stored}) == 40
@@ -376,7 +391,10 @@ def test_rms_store_across_processes_on_a_read_only_file_says_what_to_do(
     with pytest.raises(Exception, match="rms_store could not store the bundles: .*read-only"
                                         ".*open the database writable"):
         ro.execute("SELECT rms_store(c, 300) FROM t").fetchall()
-    assert [step for step, _ in store_across_processes] == ["begin", "finish"]
+    assert [step for step, _ in store_across_processes] == ["begin", "reply", "finish"]
+    from rms_duck.duck import storage
+
+    assert not storage._APPEND_LOCK[0].locked()  # a leak would hang the store below
     ro.close()
     con = rms_duck.connect(path)  # the append lock was let go: this process stores again
     con.execute("SELECT rms_store(c, 300) FROM t").fetchall()
@@ -472,19 +490,34 @@ def test_warm_workers_has_each_worker_import_and_run_the_packer_once():
 
 @pytest.mark.slow
 def test_rms_store_across_processes_on_two_threads_while_another_thread_stores(
-        store_across_processes):
-    """DuckDB calls rms_store from two threads at once (a GROUP BY of several batches), the
-    batch that holds the workers keeps the append lock while they pack, and a third thread
-    stores single packs meanwhile: every bundle is stored once, each chain has no gap, and
-    nothing waits forever."""
-    import rms_duck
+        store_across_processes, monkeypatch):
+    """DuckDB calls rms_store from two threads at once (a scan of several Arrow batches),
+    the call that holds the workers keeps the append lock while they pack, and a third
+    thread stores single packs meanwhile: every bundle is stored once, each chain has no
+    gap, and nothing waits forever."""
+    import time
 
-    path_rows = [[{"id": f"g{g}-n{i}", "score": (g * 7 + i) % 10 / 10,
-                   "content": f"group {g}: note {i} on the move to room {g % 13}"}
-                  for i in range(4)] for g in range(5_000)]
+    import rms_duck
+    from rms_duck.duck import sqlstore, storage
+
+    spans: list[tuple[float, float]] = []
+    real = sqlstore._stored
+
+    def timed(cur, candidates, columns):
+        start = time.perf_counter()
+        try:
+            return real(cur, candidates, columns)
+        finally:
+            spans.append((start, time.perf_counter()))
+
+    monkeypatch.setattr(sqlstore, "_stored", timed)
+    groups = [[{"id": f"g{g}-n{i}", "score": (g * 7 + i) % 10 / 10,
+                "content": f"group {g}: note {i} on the move to room {g % 13}"}
+               for i in range(10)] for g in range(8_000)]
+    table = pa.table({"q": list(range(8_000)), "c": pa.array(groups)})
     con = rms_duck.connect()
     con.execute("SET threads = 2")
-    _store_groups(con, "many", pa.array(path_rows))
+    con.register("many", pa.Table.from_batches(table.to_batches(max_chunksize=2_000)))
     single = con.cursor()
     stop, stored_alone, failures = threading.Event(), [], []
 
@@ -509,11 +542,14 @@ def test_rms_store_across_processes_on_two_threads_while_another_thread_stores(
         stop.set()
         thread.join(60)
     assert not thread.is_alive() and not failures
-    assert len({receipt for _, receipt in receipts}) == 5_000
-    assert any(step == "begin" for step, _ in store_across_processes)
+    spans.sort()
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))  # at once
+    assert [step for step, _ in store_across_processes].count("begin") >= 2
+    assert len({receipt for _, receipt in receipts}) == 8_000
     chains = dict(con.execute(
         "SELECT chain_namespace, list(seq ORDER BY seq) FROM rms_receipts GROUP BY ALL"
     ).fetchall())
-    assert chains["bulk"] == list(range(1, 5_001))
+    assert chains["bulk"] == list(range(1, 8_001))
     assert chains["solo"] == list(range(1, len(stored_alone) + 1)) and stored_alone
     assert rms_duck.verify_receipts(con) == []
+    assert not storage._APPEND_LOCK[0].locked()

@@ -14,6 +14,7 @@ import textwrap
 import threading
 import uuid
 
+import duckdb
 import pyarrow as pa
 import pytest
 
@@ -109,6 +110,26 @@ def test_a_stored_lone_surrogate_is_named_by_candidate_and_field(con, row, kwarg
     message = str(raised.value)
     assert named in message and "nothing was stored" in message and "store=False" in message
     assert con.execute("SELECT count(*) FROM rms_receipts").fetchall() == [(0,)]
+
+
+def test_a_lone_surrogate_escape_in_a_batch_of_bundles_stores_none_of_them(con):
+    """JSON's \\ud800 escape, which Python's json reads, in the inputs of one bundle of
+    several: DuckDB's JSON column refuses it whether the bundles go in from rms_store or
+    store_batches. (Sent to DuckDB as Arrow's JSON type, such inputs went in unchecked,
+    and every json_* query over rms_bundles.inputs then failed.)"""
+    with pytest.raises(duckdb.Error, match="lone surrogate.*nothing was stored"):
+        con.execute("""SELECT g, rms_store(list(c), 400) FROM (
+            SELECT g % 2 AS g, 'a' || g AS id, 0.5 AS score, 'x' AS content,
+                   CASE WHEN g = 3 THEN '{"k": "\\ud800"}' END AS structured_value
+            FROM range(4) t(g)) AS c GROUP BY ALL""").fetchall()
+    rows = [{"g": 1, "id": "a", "score": 0.5, "content": "x",
+             "structured_value": '{"k": "\\ud800"}'},
+            {"g": 2, "id": "b", "score": 0.5, "content": "fine"}]
+    packed = rms_duck.pack_batches(pa.Table.from_pylist(rows), by="g", budget=400,
+                                   inputs=True)
+    with pytest.raises(CandidateError, match="lone surrogate.*nothing was stored"):
+        rms_duck.store_batches(con, packed)
+    assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
 
 
 def test_a_config_query_with_a_lone_surrogate_is_refused_before_storing(con):

@@ -164,8 +164,9 @@ def test_a_batch_of_groups_that_fails_to_store_stores_none_of_them(con, monkeypa
     con.execute("SET threads = 1")  # one batch of 1,500 groups
     with pytest.raises(duckdb.Error, match="could not write .*free disk space"):
         con.execute("""
-            SELECT g, rms_store([{'id': 'n' || g, 'score': 0.5, 'content': 'note ' || g}], 100)
-            FROM range(1500) t(g)""").fetchall()
+            SELECT g, rms_store(list({'id': 'n' || g, 'score': 0.5, 'content': 'note ' || g}),
+                                100)
+            FROM range(1500) t(g) GROUP BY g""").fetchall()
     assert con.execute("SELECT count(*) FROM rms_bundles").fetchall() == [(0,)]
     assert con.execute("SELECT count(*) FROM rms_chain_heads").fetchall() == [(0,)]
 

@@ -8,8 +8,8 @@ any, so a bad budget, config or candidate stores nothing of that call. It append
 group order, in one transaction per call, with one Arrow insert per table for each share
 (storage.py): a transaction per bundle cost about 10 ms each, 26 times the pack itself.
 The groups this process packs are inserted while the workers pack the rest, and the
-transaction commits once every share is packed and inserted, so the inserting costs little
-beyond the slowest worker. The UDF stores through a cursor of the connection
+transaction commits once every share is packed and inserted: what is left after the last
+reply is adding the workers' groups. The UDF stores through a cursor of the connection
 that called it, so the bundles commit independently of the statement that called it: if
 that statement fails later (in a later call, or for another reason), the bundles already
 stored stay, each with a valid receipt (the chain is append-only).
@@ -89,20 +89,16 @@ def _stored(cur, candidates: pa.ChunkedArray, columns: list[list[Any]]) -> list[
     """Every group packed, then stored in one transaction; the receipt_ids in order. A call
     of many groups is packed across processes, as pack_context's (parallel.py), and the
     groups packed here are stored while the workers pack theirs."""
-    early = AppendWhilePacking(cur)
-    try:
+    with AppendWhilePacking(cur) as early:
         shares = in_parts(candidates, columns, configs=columns[1],
                           processes=default_processes(), function=_PENDING_PART,
                           here=_packed_here, meanwhile=early.begin)
-    except BaseException:
-        early.abandon()
-        raise
-    if shares is None:
-        pending = _packed_here(candidates, columns)
-        stored = None
-    else:
-        pending = [row for share in shares for row in share]
-        stored = early.finish([row for share in shares[1:] for row in share])
+        if shares is None:  # all packed here below: in_parts began nothing
+            early.abandon()
+            pending, stored = _packed_here(candidates, columns), None
+        else:
+            pending = [row for share in shares for row in share]
+            stored = early.finish(pending[len(shares[0]):])
     if stored is None:
         try:
             stored = append_pending(cur, pending)

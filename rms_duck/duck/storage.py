@@ -13,8 +13,9 @@ the same position conflict in DuckDB; the loser rolls back and retries on the ne
 DuckDB resolves write conflicts optimistically (the loser aborts), so threads of one
 process appending to one chain would mostly abort each other. A process-wide lock queues
 them instead; no other process can open the same database file for writing, so the lock
-plus UNIQUE (chain_namespace, seq) covers every writer. The lock is held only for the few
-statements of one store, which never wait on anything.
+plus UNIQUE (chain_namespace, seq) covers every writer. The lock is held for the few
+statements of one store, and, by an rms_store call packed across processes, while the
+workers finish the groups it has not inserted yet (AppendWhilePacking).
 
 The chain's tip comes from rms_chain_heads (one row per chain, updated in the same
 transaction), confirmed by a lookup of that one receipt, so an append does not scan
@@ -49,9 +50,14 @@ from .cursors import cursor
 from .surrogates import config_surrogate_error, surrogate_error
 
 _RETRIES = 200
-# Bundles appended per transaction when many are stored at once (rms_store, store_batches).
+# Bundles store_batches appends per transaction (rms_store appends each call's in one).
 BATCH_ROWS = 1_000
-_APPEND_LOCK = threading.Lock()
+# In a list so that a forked child can be given a fresh one: a fork taken while another
+# thread appends (or waits on workers in the middle of an append, AppendWhilePacking)
+# would otherwise leave the child's copy locked for ever.
+_APPEND_LOCK = [threading.Lock()]
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=lambda: _APPEND_LOCK.__setitem__(0, threading.Lock()))
 _IO_FAILURE = re.compile(
     r"no space left|file too large|disk quota|read-only file system|could not write|"
     r"could not (?:truncate|sync|fsync)|io error|i/o error", re.IGNORECASE)
@@ -185,7 +191,7 @@ def append_pending(cur, rows: Sequence[Pending], *, now: datetime | None = None,
     scan = False
     for attempt in range(_RETRIES):
         try:
-            with _APPEND_LOCK:
+            with _APPEND_LOCK[0]:
                 # Read inside the lock: times must not go down as seq goes up.
                 created = (as_utc(now).replace(tzinfo=UTC) if now is not None
                            else datetime.now(UTC))
@@ -249,9 +255,10 @@ def _store_once(cur, rows: Sequence[Pending], created: datetime, *, scan: bool =
 
 class _Append:
     """One transaction appending bundles to their chains: begun, given rows (add) once or
-    more, then committed. Each receipt is sealed on the one before it in its chain, one
-    microsecond after it: views that order a session's bundles by time
-    (rms_session_metrics) see the order they were stored in, not a tie."""
+    more, then committed. Each receipt is sealed on the one before it in its chain, and
+    stamped one microsecond after the row added before it (in any chain): views that order
+    a session's bundles by time (rms_session_metrics) see the order they were stored in,
+    not a tie."""
 
     def __init__(self, cur, created: datetime, *, scan: bool = False) -> None:
         self.cur, self.created, self.scan = cur, created, scan
@@ -277,7 +284,8 @@ class _Append:
             last, prev, prev_json, has_head = tips[row.chain]
             seq = last + 1
             bundle_id, receipt_id = new_uuid(), new_uuid()
-            # UUIDs, a UTC time and an int: JSON writes them as they are, quoted or not.
+            # In APPEND_FIELDS order. UUIDs, a UTC time and an int: JSON writes them as
+            # they are, quoted or not.
             text, digest = seal_template(row.template, (
                 f'"{bundle_id}"', f'"{created_at.isoformat()}"', prev_json,
                 f'"{receipt_id}"', str(seq)))
@@ -312,20 +320,29 @@ class AppendWhilePacking:
     """An append begun before every bundle of a batch is packed (rms_store): the bundles
     packed in this process are sealed and inserted while the workers pack the rest, in one
     transaction that commits only once the rest are added, so a bad group in any share
-    still stores nothing. It holds the append lock from begin() to the commit, and lets go
-    of it on any failure, rolled back: the rows are then appended by append_pending, which
-    retries a lost race and names what failed."""
+    still stores nothing. It holds the append lock from begin() to the commit. Used as a
+    context manager: leaving the block any way but through a finish() that committed rolls
+    back what began and lets go of the lock. A failed begin() or finish() rolls back too:
+    the rows are then appended by append_pending, which retries a lost race and names what
+    failed."""
 
     def __init__(self, cur) -> None:
         self.cur = cur
         self._append: _Append | None = None
-        self._locked = False
+        self._lock: threading.Lock | None = None
+
+    def __enter__(self) -> AppendWhilePacking:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abandon()
 
     def begin(self, rows: Sequence[Pending]) -> None:
         """Seal and insert the first rows, in a transaction left open."""
-        _APPEND_LOCK.acquire()
-        self._locked = True
+        lock = _APPEND_LOCK[0]
         try:
+            lock.acquire()
+            self._lock = lock
             self._append = _Append(self.cur, datetime.now(UTC))
             self._append.add(rows)
         except duckdb.Error:
@@ -336,10 +353,11 @@ class AppendWhilePacking:
 
     def finish(self, rows: Sequence[Pending]) -> list[Stored] | None:
         """Add the rest and commit: the Stored of every row begun and added, in order.
-        None when nothing began or the append failed: append them all with
-        append_pending."""
+        None when nothing began or the append failed (nothing is held then): append them
+        all with append_pending."""
         append = self._append
         if append is None:
+            self.abandon()
             return None
         try:
             append.add(rows)
@@ -347,24 +365,20 @@ class AppendWhilePacking:
         except duckdb.Error:
             self.abandon()
             return None
-        except BaseException:
-            self.abandon()
-            raise
         self._append = None
-        self._release()
+        self.abandon()  # committed: only the lock is let go
         return stored
 
     def abandon(self) -> None:
-        """Roll back what began, if anything, and let go of the lock."""
-        if self._append is not None:
-            self._append = None
-            _rollback(self.cur)
-        self._release()
-
-    def _release(self) -> None:
-        if self._locked:
-            self._locked = False
-            _APPEND_LOCK.release()
+        """Roll back what began, if anything, and let go of the lock, if held."""
+        append, lock = self._append, self._lock
+        self._append = self._lock = None
+        try:
+            if append is not None:
+                _rollback(self.cur)
+        finally:
+            if lock is not None:
+                lock.release()
 
 
 def new_uuid() -> str:
@@ -389,9 +403,10 @@ BUNDLE_COLUMNS = (
     ("flags", pa.list_(pa.string())), ("included_count", pa.int32()),
     ("excluded_count", pa.int32()), ("str_mean", pa.float64()), ("str_p10", pa.float64()),
     ("budget_efficiency", pa.float64()), ("budget_waste", pa.float64()),
-    # Arrow's JSON type: DuckDB takes the text as JSON without parsing it again (a third
-    # of the insert). It is JSON already: inputs_json() wrote it, or store_batches parsed it.
-    ("inputs", pa.json_()))
+    # Text, which DuckDB parses as it goes into the JSON column: Arrow's JSON type went in
+    # unchecked, and a lone surrogate's escape (\ud800), which Python's json reads, then
+    # left a value no json_* function could read.
+    ("inputs", pa.string()))
 RECEIPT_COLUMNS = (
     ("receipt_id", pa.string()), ("bundle_id", pa.string()),
     ("created_at", pa.timestamp("us", "UTC")), ("chain_namespace", pa.string()),
