@@ -147,7 +147,7 @@ def test_a_conflicting_writer_is_retried_on_the_new_tip(con, monkeypatch):
             return self._cursor.execute(sql, *args)
 
     rms_duck.pack(con, tiny(0, 0), budget=150, namespace="ns")
-    monkeypatch.setitem(storage._APPEND_LOCK, 0, threading.RLock())  # the rival re-enters
+    monkeypatch.setattr(storage, "_APPEND_LOCK", [threading.RLock()])  # the rival re-enters
     monkeypatch.setattr(storage, "cursor", lambda c: Racing(real(c), "", None))
     rms_duck.pack(con, tiny(0, 1), budget=150, namespace="ns")
     assert state["raced"]
