@@ -212,9 +212,8 @@ def _config_json(config: PackingConfig) -> str:
     (-0.0 == 0.0)."""
     got = _CONFIG_TEXTS.get(id(config))
     if got is None or got[0] is not config:
-        if len(_CONFIG_TEXTS) >= 64:
-            _CONFIG_TEXTS.clear()
-        got = _CONFIG_TEXTS[id(config)] = (config, canonical_json(config.to_dict()))
+        got = (config, canonical_json(config.to_dict()))
+        _remember(_CONFIG_TEXTS, id(config), got, 64)
     return got[1]
 
 
@@ -340,9 +339,7 @@ def join_fragments(fragments: Mapping[str, str]) -> str:
         # A process's receipts have a few key sets, each met in one order: sort and spell
         # each set once (remembered by the keys in their order), not once per receipt.
         order = tuple((key, json_string(key) + ":") for key in sorted(keys))
-        if len(_KEY_ORDERS) >= 64:
-            _KEY_ORDERS.clear()
-        _KEY_ORDERS[keys] = order
+        _remember(_KEY_ORDERS, keys, order, 64)
     return "{" + ",".join([name + fragments[key] for key, name in order]) + "}"
 
 
@@ -536,9 +533,7 @@ def receipt_template(fragments: Mapping[str, str], *, chain_namespace: str,
         bounds = [order.index(name) for name in APPEND_FIELDS]
         cuts = tuple(tuple((key, json_string(key) + ":") for key in order[lo + 1:hi])
                      for lo, hi in zip([-1, *bounds], [*bounds, len(order)], strict=True))
-        if len(_TEMPLATE_ORDERS) >= 64:
-            _TEMPLATE_ORDERS.clear()
-        _TEMPLATE_ORDERS[keys] = cuts
+        _remember(_TEMPLATE_ORDERS, keys, cuts, 64)
     pieces = []
     for i, run in enumerate(cuts):
         text = ",".join([name + body[key] for key, name in run])
