@@ -376,7 +376,7 @@ def test_a_child_forked_while_another_thread_holds_the_workers_starts_its_own(en
             try:
                 if any(os.readlink(f"/proc/self/fd/{fd}") != os.devnull for fd in inherited):
                     code = 3
-                with bulk.held_workers(1, wait=False) as workers:
+                with bulk.held_workers(1, behind=0) as workers:
                     if workers is None or workers[0].proc.pid in parents:
                         code = code or 4
                     texts = _big_batch()

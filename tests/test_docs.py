@@ -573,7 +573,9 @@ def test_parallel_packing_thresholds_and_waiting_are_the_code():
     """The pages said 1,024 groups and 8,192 candidates always, and that a call meeting
     workers held by another packed in its own process; once the workers run the thresholds
     are 256 and 2,048, and such a call of the first size waits for them (5de8694), a
-    smaller one packs here at once."""
+    smaller one only behind the call holding them (round 27)."""
+    import inspect
+
     from rms_duck.packing import parallel
 
     started = f"{parallel.MIN_BUNDLES_STARTED:,} and {parallel.MIN_CANDIDATES_STARTED:,}"
@@ -583,5 +585,7 @@ def test_parallel_packing_thresholds_and_waiting_are_the_code():
         assert started in text, page
     performance = " ".join((ROOT / "docs" / "performance.md").read_text().split())
     assert "a call packs in its own process" not in performance
-    assert "a call of the first size waits for them" in performance
-    assert "a smaller one packs here at once" in performance
+    assert "a call of the first size waits for its turn" in performance
+    assert ("a smaller one waits only behind the call holding them and packs here at once "
+            "behind a queue") in performance
+    assert "behind=None if large else 1" in inspect.getsource(parallel.in_parts)

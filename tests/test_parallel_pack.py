@@ -203,18 +203,33 @@ def test_a_batch_waits_for_the_workers_another_thread_holds_then_goes_out():
     assert done and done[0] is not None and done[0].equals(expected)
 
 
-def test_a_medium_batch_packs_here_rather_than_wait_for_held_workers(monkeypatch):
-    """A batch too small to pay for starting workers went out once they ran, and then
-    waited for them behind a multi-threaded GROUP BY, whose threads took the lock back again
-    and again (a 400-group call waited 3.8 s). It now packs here at once."""
+def test_a_medium_batch_waits_only_behind_the_batch_holding_the_workers(monkeypatch):
+    """A batch too small to pay for starting workers went out once they ran. Behind a
+    queue it packs here at once: a plain lock let a multi-threaded GROUP BY take it back
+    again and again (a 400-group call waited 3.8 s). Behind the holder alone it waits its
+    turn: packing here beside the holder's own share left the workers idle while both
+    shared this process's GIL (a 2-thread GROUP BY's last calls)."""
     monkeypatch.setattr(parallel, "MIN_BUNDLES", 1_000)  # 12 groups: medium, not large
     candidates, budgets, configs = _batch(12)
+    expected = pack_lists(candidates, budgets, configs, processes=1)
     bulk.start_pool(2)
+
+    def medium(out: list) -> threading.Thread:
+        thread = threading.Thread(target=lambda: out.append(parallel.pack_in_parts(
+            candidates_of(candidates), budgets, configs, inputs=False, processes=2)))
+        thread.start()
+        return thread
+
+    done: list[pa.Array | None] = []
     with held_on_another_thread(bulk.held_workers(1)):
-        assert parallel.pack_in_parts(candidates_of(candidates), budgets, configs,
-                                      inputs=False, processes=2) is None
-    assert parallel.pack_in_parts(candidates_of(candidates), budgets, configs, inputs=False,
-                                  processes=2) is not None  # free workers: it goes out
+        waiting = medium(done)
+        waiting.join(1.0)
+        assert waiting.is_alive() and not done  # behind the holder only: it waits
+        here: list[pa.Array | None] = []
+        medium(here).join(60)  # behind the holder and the waiting batch: packs here
+        assert here == [None]
+    waiting.join(120)
+    assert done and done[0] is not None and done[0].equals(expected)
 
 
 def candidates_of(array: pa.Array) -> pa.ChunkedArray:

@@ -94,10 +94,12 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
     count = _candidates(candidates)
     if processes < 2 or len(candidates) < bundles or count < least:
         return None
-    # A large batch waits for workers another thread's batch holds; a medium one (too small
-    # to pay for starting them) packs here at once: the lock is not first-come, first-served,
-    # and a multi-threaded GROUP BY took it back again and again (a 400-group call waited
-    # 3.8 s).
+    # Batches take turns at the workers, first come, first served (bulk.held_workers). A
+    # large batch waits for its turn. A medium one (too small to pay for starting them)
+    # waits only behind the batch holding them: packing here beside that batch's own share
+    # would only share this process's GIL with it, and the workers would then idle (a
+    # 2-thread GROUP BY's last calls). Behind a queue it packs here at once, so a call on
+    # another connection never waits for a whole GROUP BY.
     large = len(candidates) >= MIN_BUNDLES and count >= MIN_CANDIDATES
     if not all(_portable(raw) for raw in dict.fromkeys(map(_hashable, configs))):
         return None
@@ -108,11 +110,9 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
 
     error: RmsError | None = None
     level = logging.getLogger(_LOGGER).getEffectiveLevel()
-    # Packing here while another thread's batch holds the workers would only share this
-    # process's GIL with that batch's own share: a large batch waits instead.
     sent = False
     try:
-        with bulk.held_workers(len(bounds) - 1, wait=large) as workers:
+        with bulk.held_workers(len(bounds) - 1, behind=None if large else 1) as workers:
             if workers is None:
                 return None
             for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):

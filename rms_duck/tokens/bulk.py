@@ -32,6 +32,7 @@ from typing import IO, Any, BinaryIO
 from ..errors import ConfigError
 from .counter import LineCounter
 from .encodings import DEFAULT_ENCODING, apply_registrations, get_encoding, registrations
+from .turns import Turns
 
 # Below this many characters a batch stays in process: about 50K tokens, tens of
 # milliseconds of encoding, against a few milliseconds of hand-off to a worker.
@@ -39,6 +40,7 @@ DEFAULT_THRESHOLD_CHARS = 200_000
 
 _WORKERS: list[_Worker] = []
 _POOL_LOCK = threading.RLock()
+_TURNS = Turns()  # batches packing on the workers (held_workers), in the order they came
 _INHERITED: list[_Worker] = []  # a forked child's copies of its parent's workers (_forked)
 
 
@@ -272,21 +274,26 @@ def _read(stream: IO[bytes]) -> Any:
 
 
 @contextmanager
-def held_workers(count: int, *, wait: bool = True) -> Iterator[list[_Worker] | None]:
-    """`count` workers for a caller's own requests (call_request). While another batch
-    uses them, wait for it, or with wait=False get None at once. A failure inside stops
-    the pool, so the next batch starts on pipes with no reply left unread."""
-    lock = _POOL_LOCK  # this one, even if a fork replaces it meanwhile (_forked)
-    if not lock.acquire(blocking=wait):
+def held_workers(count: int, *, behind: int | None = None) -> Iterator[list[_Worker] | None]:
+    """`count` workers for a caller's own requests (call_request), in turn: first come,
+    first served (turns.py). While other batches use them or wait for them, wait for this
+    one's turn; or, with `behind` set, get None at once when more batches than that are
+    ahead. A failure inside stops the pool, so the next batch starts on pipes with no reply
+    left unread."""
+    turns, lock = _TURNS, _POOL_LOCK  # these, even if a fork replaces them meanwhile
+    token = turns.take(behind)
+    if token is None:
         yield None
         return
     try:
-        yield _workers(count)
-    except BaseException:
-        shutdown_pool(kill=True)
-        raise
+        with lock:  # bulk costing may hold the pool for a moment between turns
+            try:
+                yield _workers(count)
+            except BaseException:
+                shutdown_pool(kill=True)
+                raise
     finally:
-        lock.release()
+        turns.done(token)
 
 
 def started_workers() -> int:
@@ -339,10 +346,11 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
 
 
 def _forked() -> None:
-    """In a child forked from this process: the pool's lock may have been copied held by a
-    thread that does not exist here, and the workers are the parent's. Start afresh."""
-    global _POOL_LOCK
+    """In a child forked from this process: the pool's lock and turns may have been copied
+    held by a thread that does not exist here, and the workers are the parent's. Start afresh."""
+    global _POOL_LOCK, _TURNS
     _POOL_LOCK = threading.RLock()
+    _TURNS = Turns()
     for worker in _WORKERS:
         worker.orphan()
     _INHERITED.extend(_WORKERS)  # kept, so no collection closes or waits on them
