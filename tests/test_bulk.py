@@ -358,6 +358,18 @@ def test_costing_while_another_thread_holds_the_workers_costs_here_without_waiti
     assert out == [[len(enc.encode_ordinary(t)) for t in texts]]
 
 
+def test_a_caller_that_may_not_wait_gets_none_while_bulk_costing_holds_the_pool():
+    """held_workers(behind=...) waited for a bulk costing batch on another thread at its
+    turn, though a caller that may not wait must get None at once (review of round 27)."""
+    bulk.start_pool(2)
+    with held_on_another_thread(bulk._POOL_LOCK):  # as _cost holds it
+        with bulk.held_workers(1, behind=0) as workers:
+            assert workers is None
+    assert bulk._TURNS.ahead() == 0
+    with bulk.held_workers(1, behind=0) as workers:
+        assert workers is not None
+
+
 def test_a_child_forked_while_another_thread_holds_the_workers_starts_its_own(enc):
     """The pool's lock was copied held into a forked child, whose every parallel batch then
     waited for ever; and the child held its parent's worker pipes open. The child now

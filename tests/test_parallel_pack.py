@@ -9,6 +9,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 import warnings
 
 import pyarrow as pa
@@ -161,6 +162,7 @@ def test_ctrl_c_while_this_process_packs_its_share_stops_the_workers_at_once(tmp
                           extra=(str(marker),))
     assert worker.proc.poll() is not None and bulk._WORKERS == []
     assert not marker.exists()  # killed before its share finished
+    assert bulk._TURNS.ahead() == 0  # its turn ended with it
 
 
 class _LocalFormat(BaseFormat):
@@ -223,13 +225,39 @@ def test_a_medium_batch_waits_only_behind_the_batch_holding_the_workers(monkeypa
     done: list[pa.Array | None] = []
     with held_on_another_thread(bulk.held_workers(1)):
         waiting = medium(done)
-        waiting.join(1.0)
-        assert waiting.is_alive() and not done  # behind the holder only: it waits
+        _queued(2)  # behind the holder only: it waits
+        assert not done
         here: list[pa.Array | None] = []
         medium(here).join(60)  # behind the holder and the waiting batch: packs here
         assert here == [None]
     waiting.join(120)
     assert done and done[0] is not None and done[0].equals(expected)
+
+
+def test_a_medium_batch_does_not_start_workers_the_batch_before_it_stopped(monkeypatch):
+    """A medium batch goes out only to running workers. One that waited behind a batch
+    whose failure stopped the pool packs here rather than start them again (review of
+    round 27)."""
+    monkeypatch.setattr(parallel, "MIN_BUNDLES", 1_000)  # 12 groups: medium, not large
+    candidates, budgets, configs = _batch(12)
+    bulk.start_pool(2)
+    done: list[pa.Array | None] = []
+    waiting = threading.Thread(target=lambda: done.append(parallel.pack_in_parts(
+        candidates_of(candidates), budgets, configs, inputs=False, processes=2)), daemon=True)
+    with bulk.held_workers(1):
+        waiting.start()
+        _queued(2)
+        bulk.shutdown_pool(kill=True)  # as a failure inside the holder's turn does
+    waiting.join(60)
+    assert done == [None] and bulk.started_workers() == 0
+
+
+def _queued(count: int) -> None:
+    """Wait until `count` batches hold or wait for the workers' turns."""
+    deadline = time.monotonic() + 30
+    while bulk._TURNS.ahead() < count:
+        assert time.monotonic() < deadline, "the batch never queued for the workers"
+        time.sleep(0.001)
 
 
 def candidates_of(array: pa.Array) -> pa.ChunkedArray:

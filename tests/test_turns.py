@@ -31,7 +31,7 @@ def test_callers_get_their_turns_in_the_order_they_came():
 
     threads = []
     for n in range(6):
-        threads.append(threading.Thread(target=caller, args=(n,)))
+        threads.append(threading.Thread(target=caller, args=(n,), daemon=True))
         threads[-1].start()
         _queued(turns, n + 2)  # each joins the queue before the next starts
     turns.done(first)
@@ -46,7 +46,7 @@ def test_a_caller_that_may_wait_behind_so_many_gets_none_beyond_that():
     holder = turns.take(behind=0)  # nobody ahead
     assert holder is not None
     assert turns.take(behind=0) is None  # the holder is ahead
-    waiting = threading.Thread(target=lambda: turns.done(turns.take(behind=1)))
+    waiting = threading.Thread(target=lambda: turns.done(turns.take(behind=1)), daemon=True)
     waiting.start()
     _queued(turns, 2)  # behind the holder alone: it waits
     assert turns.take(behind=1) is None  # the holder and a waiting caller are ahead

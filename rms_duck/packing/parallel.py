@@ -112,7 +112,9 @@ def in_parts(candidates: pa.ChunkedArray, columns: Sequence[Sequence[Any]], *,
     level = logging.getLogger(_LOGGER).getEffectiveLevel()
     sent = False
     try:
-        with bulk.held_workers(len(bounds) - 1, behind=None if large else 1) as workers:
+        # A medium batch does not start workers the batch it waited behind stopped.
+        with bulk.held_workers(len(bounds) - 1, behind=None if large else 1,
+                               start=large) as workers:
             if workers is None:
                 return None
             for worker, (lo, hi) in zip(workers, bounds[1:], strict=True):

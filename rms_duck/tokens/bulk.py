@@ -274,26 +274,34 @@ def _read(stream: IO[bytes]) -> Any:
 
 
 @contextmanager
-def held_workers(count: int, *, behind: int | None = None) -> Iterator[list[_Worker] | None]:
+def held_workers(count: int, *, behind: int | None = None,
+                 start: bool = True) -> Iterator[list[_Worker] | None]:
     """`count` workers for a caller's own requests (call_request), in turn: first come,
     first served (turns.py). While other batches use them or wait for them, wait for this
     one's turn; or, with `behind` set, get None at once when more batches than that are
-    ahead. A failure inside stops the pool, so the next batch starts on pipes with no reply
-    left unread."""
+    ahead, or when bulk costing holds the pool at this one's turn. With start=False, get
+    None when fewer than `count` run (a batch before stopped them). A failure inside stops
+    the pool, so the next batch starts on pipes with no reply left unread."""
     turns, lock = _TURNS, _POOL_LOCK  # these, even if a fork replaces them meanwhile
-    token = turns.take(behind)
-    if token is None:
-        yield None
-        return
+    token = None
     try:
-        with lock:  # bulk costing may hold the pool for a moment between turns
-            try:
-                yield _workers(count)
-            except BaseException:
-                shutdown_pool(kill=True)
-                raise
+        token = turns.take(behind)
+        # A caller that may not wait does not wait for bulk costing either (_cost).
+        if token is None or not lock.acquire(blocking=behind is None):
+            yield None
+            return
+        try:
+            yield _workers(count) if start or started_workers() >= count else None
+        except BaseException:
+            shutdown_pool(kill=True)
+            raise
+        finally:
+            lock.release()
     finally:
-        turns.done(token)
+        # Not in a child forked meanwhile: its queue is a new one, and the old one's lock
+        # may have been copied held by a thread that does not exist there.
+        if token is not None and turns is _TURNS:
+            turns.done(token)
 
 
 def started_workers() -> int:

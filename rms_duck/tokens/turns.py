@@ -16,19 +16,22 @@ class Turns:
     """A first-come, first-served queue for one resource."""
 
     def __init__(self) -> None:
-        self._changed = threading.Condition(threading.Lock())
+        # Entered as the lock itself (a C context manager), not through the Condition's
+        # Python __enter__: Ctrl-C between the two would leave the queue locked for good.
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._queue: deque[object] = deque()  # the caller whose turn it is first
 
     def ahead(self) -> int:
         """Callers holding or waiting for a turn now."""
-        with self._changed:
+        with self._lock:
             return len(self._queue)
 
     def take(self, behind: int | None = None) -> object | None:
         """Wait for a turn and return its token; or, when more than `behind` callers are
         ahead (None: any number may be), return None at once."""
         token = object()
-        with self._changed:
+        with self._lock:
             if behind is not None and len(self._queue) > behind:
                 return None
             self._queue.append(token)
@@ -44,7 +47,7 @@ class Turns:
 
     def done(self, token: object) -> None:
         """End the turn `token` holds: the next caller in the queue gets its turn."""
-        with self._changed:
+        with self._lock:
             if self._queue and self._queue[0] is token:
                 self._queue.popleft()
                 self._changed.notify_all()
