@@ -6,6 +6,7 @@ import functools
 import inspect
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -175,6 +176,15 @@ def record_lines(context: str) -> list[str]:
     first = next((i for i, line in enumerate(lines) if reader_kind(line) == "section"),
                  len(lines))
     return [line for line in lines[first:] if reader_kind(line) == "record"]
+
+
+def wait_until_queued(turns, count: int) -> None:
+    """Wait until `count` callers hold or wait for a turn of `turns` (tokens/turns.py):
+    polled, so a slow thread delays the test rather than fails it."""
+    deadline = time.monotonic() + 30
+    while turns.ahead() < count:
+        assert time.monotonic() < deadline, f"{count} callers never queued"
+        time.sleep(0.001)
 
 
 @contextmanager

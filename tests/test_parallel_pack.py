@@ -9,7 +9,6 @@ import itertools
 import os
 import sys
 import threading
-import time
 import warnings
 
 import pyarrow as pa
@@ -21,7 +20,7 @@ from rms_duck.packing import parallel
 from rms_duck.packing.batches import pack_lists
 from rms_duck.tokens import bulk
 
-from .conftest import held_on_another_thread, rows
+from .conftest import held_on_another_thread, rows, wait_until_queued
 
 CONFIGS = [None, '{"context_format": "auditable"}', '{"context_format": "compact"}',
            '{"session_context_packing": "adjacent", "context_citations": true}']
@@ -225,7 +224,7 @@ def test_a_medium_batch_waits_only_behind_the_batch_holding_the_workers(monkeypa
     done: list[pa.Array | None] = []
     with held_on_another_thread(bulk.held_workers(1)):
         waiting = medium(done)
-        _queued(2)  # behind the holder only: it waits
+        wait_until_queued(bulk._TURNS, 2)  # behind the holder only: it waits
         assert not done
         here: list[pa.Array | None] = []
         medium(here).join(60)  # behind the holder and the waiting batch: packs here
@@ -246,18 +245,10 @@ def test_a_medium_batch_does_not_start_workers_the_batch_before_it_stopped(monke
         candidates_of(candidates), budgets, configs, inputs=False, processes=2)), daemon=True)
     with bulk.held_workers(1):
         waiting.start()
-        _queued(2)
+        wait_until_queued(bulk._TURNS, 2)
         bulk.shutdown_pool(kill=True)  # as a failure inside the holder's turn does
     waiting.join(60)
     assert done == [None] and bulk.started_workers() == 0
-
-
-def _queued(count: int) -> None:
-    """Wait until `count` batches hold or wait for the workers' turns."""
-    deadline = time.monotonic() + 30
-    while bulk._TURNS.ahead() < count:
-        assert time.monotonic() < deadline, "the batch never queued for the workers"
-        time.sleep(0.001)
 
 
 def candidates_of(array: pa.Array) -> pa.ChunkedArray:

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from rms_duck.tokens.turns import Turns
 
-
-def _queued(turns: Turns, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while turns.ahead() < count:
-        assert time.monotonic() < deadline, "the callers never queued"
-        time.sleep(0.001)
+from .conftest import wait_until_queued
 
 
 def test_callers_get_their_turns_in_the_order_they_came():
@@ -33,7 +27,7 @@ def test_callers_get_their_turns_in_the_order_they_came():
     for n in range(6):
         threads.append(threading.Thread(target=caller, args=(n,), daemon=True))
         threads[-1].start()
-        _queued(turns, n + 2)  # each joins the queue before the next starts
+        wait_until_queued(turns, n + 2)  # each joins the queue before the next starts
     turns.done(first)
     for thread in threads:
         thread.join(30)
@@ -48,7 +42,7 @@ def test_a_caller_that_may_wait_behind_so_many_gets_none_beyond_that():
     assert turns.take(behind=0) is None  # the holder is ahead
     waiting = threading.Thread(target=lambda: turns.done(turns.take(behind=1)), daemon=True)
     waiting.start()
-    _queued(turns, 2)  # behind the holder alone: it waits
+    wait_until_queued(turns, 2)  # behind the holder alone: it waits
     assert turns.take(behind=1) is None  # the holder and a waiting caller are ahead
     assert turns.ahead() == 2
     turns.done(holder)
