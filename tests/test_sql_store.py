@@ -365,3 +365,44 @@ def test_sql_on_one_connection_cannot_store_through_another(tmp_path):
     finally:
         attacker.close()
         victim.close()
+
+
+# integrations.md: lowering `threads` beside a running rms_store can hang (DuckDB joins its
+# worker threads as that statement ends, one of them inside rms_store's own write); setting
+# it to the value it has must not. In a process of its own, so a hang fails the test. The
+# same loop lowering the value (SET threads = 2, then 3) hung by its 45th round in each of 4
+# runs here, so 50 rounds would show it.
+_SAME_THREADS = """
+import sys, threading, rms_duck
+con = rms_duck.connect()
+con.execute("SET threads = 3")
+store, setter = rms_duck.register(con.cursor()), con.cursor()
+done = threading.Event()
+def keep_setting():
+    while not done.is_set():
+        setter.execute("SET threads = 3")
+thread = threading.Thread(target=keep_setting)
+thread.start()
+stored = 0
+try:
+    for round in range(50):
+        stored += len(store.execute(
+            "SELECT g, rms_store(list({'id': 'id' || i, 'score': 0.5, "
+            "'content': 'note ' || i || ' on room ' || (i % 7)}), 200) AS r "
+            "FROM (SELECT i % 700 AS g, i FROM range(4200) t(i)) GROUP BY g").fetchall())
+finally:
+    done.set()
+    thread.join()
+print(stored, rms_duck.verify_receipts(con))
+"""
+
+
+@pytest.mark.slow
+def test_setting_threads_to_the_value_it_has_beside_rms_store_is_safe():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _SAME_THREADS], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.split() == [str(50 * 700), "[]"]
