@@ -21,32 +21,20 @@ CREATE OR REPLACE TEMP MACRO rms_budget_arg(budget, fn) AS
 COMMENT ON MACRO rms_budget_arg IS 'rms_budget_arg(budget, fn): the budget as BIGINT; an error naming fn when it is not a whole number';
 
 -- rms_candidates_arg: the candidates as rms_candidate[] (a LIST or ARRAY of STRUCTs, an
--- empty list or NULL), or an error naming fn and the type given: DuckDB's own cast error
--- prints the whole canonical type and not what to pass (JSON too: its cast to a STRUCT
--- wants every one of the 26 fields)
+-- empty list or NULL), or an error naming fn: DuckDB's own cast error prints the whole
+-- canonical type and not what to pass (JSON too: its cast to a STRUCT wants every one of the
+-- 26 fields). rms_candidate_type_udf reads the type typeof() prints (one text per query, so
+-- the optimizer runs it once, while planning): it raises for what is not a list of STRUCTs
+-- and for a field whose values the cast would change or refuse, and is false when a whole
+-- field is FLOAT or DOUBLE. Then rms_whole_values_udf raises the Python checks' error for
+-- NaN, infinity or 1e19, which DuckDB's cast refuses naming no field; its type is put in by
+-- duck/macros.py: rms_candidate with DOUBLE whole fields. Otherwise the plan keeps only the
+-- cast: each copy of `candidates` in a macro is bound again, and the four branches this
+-- took before cost about 1 ms of planning a call (docs/performance.md, round 28).
 CREATE OR REPLACE TEMP MACRO rms_candidates_arg(candidates, fn) AS
-    CASE WHEN typeof(candidates) IN ('"NULL"', '"NULL"[]')
-         THEN CAST(candidates AS rms_candidate[])
-         -- the UDF names a field whose values the cast would change or refuse; it is false
-         -- when a whole field is FLOAT or DOUBLE
-         WHEN regexp_full_match(typeof(candidates), '(?s)STRUCT\(.*\)\[[0-9]*\]')
-              AND rms_candidate_type_udf(typeof(candidates), fn)
-         THEN CAST(candidates AS rms_candidate[])
-         -- FLOAT or DOUBLE whole fields: DuckDB's cast refuses NaN, infinity and 1e19 naming
-         -- no field, so the UDF raises the Python checks' error first. The type is put in by
-         -- duck/macros.py: rms_candidate with DOUBLE whole fields. A nested CASE runs the UDF
-         -- for these lists only.
-         WHEN regexp_full_match(typeof(candidates), '(?s)STRUCT\(.*\)\[[0-9]*\]')
-         THEN CASE WHEN rms_whole_values_udf(CAST(candidates AS rms_candidate_wholes_as_double[]))
-                   THEN CAST(candidates AS rms_candidate[]) END
-         ELSE error(fn || ': candidates must be a LIST of STRUCTs (one per candidate, with at '
-                    || 'least id, score and content), got a value of type '
-                    || typeof(candidates) || '; '
-                    || CASE WHEN starts_with(typeof(candidates), 'STRUCT(')
-                            THEN 'put one candidate in [ ], or aggregate ranked rows: '
-                            ELSE 'aggregate ranked rows: ' END
-                    || fn || '(list({''id'': id, ''score'': score, ''content'': content}), 4096)')
-         END;
+    CAST(CASE WHEN rms_candidate_type_udf(typeof(candidates), fn) THEN candidates
+              WHEN rms_whole_values_udf(CAST(candidates AS rms_candidate_wholes_as_double[]))
+              THEN candidates END AS rms_candidate[]);
 COMMENT ON MACRO rms_candidates_arg IS 'rms_candidates_arg(candidates, fn): the candidates as rms_candidate[]; an error naming fn when they are not a LIST of STRUCTs';
 
 -- pack_context: pack a LIST of candidate STRUCTs into a token budget; returns the bundle

@@ -61,13 +61,24 @@ _FIELDS = {
     "contradicts": "ids",
 }
 _LIST_SUFFIX = re.compile(r"\[\d*\]$")
+# A LIST or ARRAY of STRUCTs; NULL and a list of NULLs (the empty list) pass as no candidates.
+_STRUCT_LIST = re.compile(r"STRUCT\(.*\)\[[0-9]*\]", re.DOTALL)
+_NULL_TYPES = ('"NULL"', '"NULL"[]')
 _DECIMAL = re.compile(r"DECIMAL\((\d+),(\d+)\)")
 
 
 def check_candidate_type(type_text: str, fn: str) -> None:
-    """Raise CandidateError when the candidate STRUCT list type `type_text` (as typeof()
-    prints it) lacks id, score or content, or a known field has a type DuckDB's cast would
-    convert or fail on."""
+    """Raise CandidateError when `type_text` (as typeof() prints it) is not a list of STRUCTs
+    (or NULL), or the STRUCT lacks id, score or content, or a known field has a type DuckDB's
+    cast would convert or fail on."""
+    if type_text not in _NULL_TYPES and _STRUCT_LIST.fullmatch(type_text) is None:
+        # DuckDB's own cast error printed the whole 26-field candidate type, not what to pass.
+        advice = ("put one candidate in [ ], or aggregate ranked rows"
+                  if type_text.startswith("STRUCT(") else "aggregate ranked rows")
+        raise CandidateError(
+            f"{fn}: candidates must be a LIST of STRUCTs (one per candidate, with at least id, "
+            f"score and content), got a value of type {type_text}; {advice}: "
+            f"{fn}(list({{'id': id, 'score': score, 'content': content}}), 4096)")
     missing = _missing(type_text)
     if missing:
         names, lacking = missing
