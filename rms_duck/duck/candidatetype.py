@@ -111,7 +111,7 @@ def check_candidate_type(type_text: str, fn: str) -> None:
 def _problem(type_text: str) -> tuple[str, str, str] | None:
     element = _LIST_SUFFIX.sub("", type_text, count=1)
     if not (element.startswith("STRUCT(") and element.endswith(")")):
-        return None  # not a STRUCT list: the macro's own check answers for it
+        return None  # not a STRUCT list: check_candidate_type refused it already
     for name, given in _struct_fields(element[len("STRUCT("):-1]):
         kind = _FIELDS.get(name.lower())
         if kind is not None and given != _NULL and not _allowed(kind, given):
