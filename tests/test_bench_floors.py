@@ -95,3 +95,18 @@ def test_the_write_floor_writes_a_stored_packs_texts_into_the_stored_types():
     # As in rms_bundles, the JSON column checks what it is given.
     with pytest.raises(Exception, match="(?i)json"):
         write_floor(con, "{not json", receipt)
+
+
+def test_the_bare_floor_hands_back_the_same_bundle_from_the_uncast_list(monkeypatch):
+    con = _connection()
+    bare = f"SELECT {handover.BARE_UDF}({_LIST}, CAST(400 AS BIGINT)) FROM notes"
+    with pytest.raises(Exception, match="call that first"):
+        con.execute(bare).fetchall()  # nothing made yet: it never packs
+    expected = con.execute(f"SELECT {HANDOVER_MACRO}({_LIST}, 400) FROM notes").fetchall()
+    from rms_duck.duck import udfs
+
+    def refuse(*args):
+        raise AssertionError("the bare floor packed")
+
+    monkeypatch.setattr(udfs, "pack_udf", refuse)
+    assert con.execute(bare).fetchall() == expected

@@ -97,6 +97,7 @@ def test_smoke_bench_prints_the_issue_targets_with_their_limits(smoke_output):
     assert any("estimate packer" in row[0] for row in issue[2:])
     # The SQL and stored rows carry the floors measured beside them (bench/handover.py).
     assert "floor: DuckDB's hand-over alone" in issue[2][4]
+    assert "with no macro (a UDF on the list itself)" in issue[2][4]
     assert "floor: one INSERT of its inputs and receipt texts" in issue[4][4]
     # ... and the 10,000-candidate row the floor of checking its rows.
     assert "floor: checking the 200 dict rows alone" in issue[5][4]

@@ -6,6 +6,10 @@ a UDF that returns a bundle made beforehand. Timed through the bench's query, it
 DuckDB's list aggregation, the cast, and the Arrow hand-over both ways, with no Python work
 but returning: no UDF called through pack_context can take less.
 
+`rms_bench_bare_udf(candidates, budget)` hands the same bundle back from the list as the
+query builds it, with no macro and no cast: what DuckDB alone charges any Python UDF to
+take the candidates and return a bundle, whatever checks a packer put around it.
+
 `write_floor` is one INSERT of a stored pack's two large texts (its inputs and its receipt)
 into a table without constraints or keys: what storing that pack writes, with none of the
 chain's reads, checks and other statements around it.
@@ -22,6 +26,7 @@ from ..duck.sqlfiles import read_sql
 from ..duck.types import BUNDLE_SQL_TYPE
 
 HANDOVER_MACRO = "bench_handover"
+BARE_UDF = "rms_bench_bare_udf"
 _UDF = "rms_bench_handover_udf"
 _PACK_MACRO = re.compile(r"CREATE OR REPLACE TEMP MACRO pack_context\(.*?\);\n", re.DOTALL)
 
@@ -61,6 +66,16 @@ def install_handover(con: duckdb.DuckDBPyConnection) -> None:
                         ["rms_candidate[]", "BIGINT", "VARCHAR"], BUNDLE_SQL_TYPE,
                         type="arrow", null_handling="special")
     con.execute(handover_macro_sql())
+
+    def hand_back_bare(candidates: pa.ChunkedArray, budgets: pa.ChunkedArray) -> pa.Array:
+        if not ready or len(ready[0]) != len(candidates):
+            raise ValueError(f"{BARE_UDF} hands back the bundle {HANDOVER_MACRO} made: call "
+                             f"that first, over the same single candidate list")
+        return ready[0]
+
+    # No parameter types: DuckDB hands over the list as the query built it, uncast.
+    con.create_function(BARE_UDF, hand_back_bare, None,  # type: ignore[call-overload]
+                        BUNDLE_SQL_TYPE, type="arrow", null_handling="special")
 
 
 WRITE_FLOOR_TABLE = "bench_write_floor"
