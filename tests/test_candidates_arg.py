@@ -1,8 +1,9 @@
 """rms_candidates_arg, the check every pack_context and rms_store call runs on its list.
 
-Its checks read the type typeof() prints, one text per query, so the optimizer runs them
+Its type check reads what typeof() prints, one text per query, so the optimizer runs it
 once while planning: a GROUP BY of thousands of groups checks its list type once, not once
-per chunk of groups, and a plain list is left with the cast to rms_candidate[] alone.
+per chunk of groups. Values are checked only where a whole field is FLOAT or DOUBLE, so a
+plain list is left with the cast to rms_candidate[] alone.
 """
 
 from __future__ import annotations

@@ -373,7 +373,7 @@ def test_sql_on_one_connection_cannot_store_through_another(tmp_path):
 # same loop lowering the value (SET threads = 2, then 3) hung by its 45th round in each of 4
 # runs here, so 50 rounds would show it.
 _SAME_THREADS = """
-import sys, threading, rms_duck
+import threading, rms_duck
 con = rms_duck.connect()
 con.execute("SET threads = 3")
 store, setter = rms_duck.register(con.cursor()), con.cursor()
@@ -403,6 +403,6 @@ def test_setting_threads_to_the_value_it_has_beside_rms_store_is_safe():
     import sys
 
     done = subprocess.run([sys.executable, "-c", _SAME_THREADS], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=300)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.split() == [str(50 * 700), "[]"]
