@@ -101,3 +101,13 @@ def test_smoke_bench_prints_the_issue_targets_with_their_limits(smoke_output):
     assert "floor: one INSERT of its inputs and receipt texts" in issue[4][4]
     # ... and the 10,000-candidate row the floor of checking its rows.
     assert "floor: checking the 200 dict rows alone" in issue[5][4]
+    # performance.md's summary of where the targets stand lists every row, with its target.
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "docs" / "performance.md").read_text(encoding="utf-8")
+    summary = page.split("## Where the issue-10 targets stand")[1].split("\n## ")[0]
+    rows = [line for line in summary.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) == len(issue) - 2
+    for doc_row, (name, _, target, *_) in zip(rows, issue[2:], strict=True):
+        measure = name.split(", N=")[0].split(" of ")[0]
+        assert doc_row.startswith(f"| {measure}") and f"| {target} |" in doc_row, doc_row
